@@ -1,0 +1,17 @@
+"""reorder: exact, fast tensor layout reorders (plain, blocked, int8) on the CPU.
+
+    >>> import numpy as np, reorder as ro
+    >>> x = np.random.rand(8, 30, 56, 56).astype(np.float32)
+    >>> y = ro.reorder(x, "nchw", "nChw16c")          # (8, 2, 56, 56, 16), channels 30, 31 zero
+    >>> back = ro.reorder(y, "nChw16c", "nchw", dims=x.shape)
+"""
+from ._version import __version__
+from .api import plan, reorder
+from .config import show_config
+from .desc import Desc
+from .errors import ReorderError
+from .tags import normalize_tag, parse_tag
+from .threads import get_num_threads, set_num_threads, threads
+
+__all__ = ["Desc", "ReorderError", "__version__", "get_num_threads", "normalize_tag", "parse_tag",
+           "plan", "reorder", "set_num_threads", "show_config", "threads"]

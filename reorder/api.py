@@ -1,0 +1,107 @@
+"""Front end: `reorder()` and `plan()`. Everything goes through the planner."""
+import numpy as np
+
+from .desc import Desc, _fmt
+from .dtypes import dtype_of_numpy, as_dtype
+from .errors import ReorderError
+from .planner import cached_plan, _bind_source
+
+__all__ = ["reorder", "plan", "as_array"]
+
+
+def as_array(x):
+    """numpy view of `x` (an ndarray, anything with __array__, or a CPU __dlpack__ tensor),
+    never a copy of an ndarray."""
+    if x is None:
+        raise TypeError("expected an array, got None")
+    if isinstance(x, np.ndarray):
+        arr = x
+    elif hasattr(x, "__dlpack__") and not hasattr(x, "__array_interface__"):
+        try:
+            arr = np.from_dlpack(x)
+        except (BufferError, RuntimeError, TypeError) as exc:
+            raise TypeError(f"cannot read {type(x).__name__} through DLPack on the CPU: {exc}") from None
+    else:
+        try:
+            arr = np.asarray(x)
+        except Exception as exc:
+            raise TypeError(f"cannot read {type(x).__name__} as an array: {exc}") from None
+    if arr.dtype.hasobject or arr.dtype.kind in "OUSVMb":
+        raise TypeError(f"arrays of dtype {arr.dtype} cannot be reordered; "
+                        f"use a numeric dtype such as float32 or int8")
+    return arr
+
+
+def _src_desc(x, src, dims, dtype):
+    """Descriptor of the source array and the array bound to it."""
+    if isinstance(src, Desc):
+        if dims is not None and tuple(dims) != src.dims:
+            raise ReorderError(f"dims={_fmt(dims)} disagrees with the source descriptor {src!r}")
+        if x.dtype.itemsize != src.dtype.itemsize:
+            raise ReorderError(f"the array is {x.dtype} but the source descriptor says {src.dtype.name}")
+        return src, _bind_source(x, src)
+    if x.ndim == 1 and dims is not None and len(dims) > 1:
+        # a flat buffer holding a (usually blocked) layout
+        desc = Desc(dims, dtype, src)
+        if not x.flags.c_contiguous or x.size != desc.nelems:
+            raise ReorderError(f"a flat source for {desc!r} must be a contiguous buffer of "
+                               f"{desc.nelems} elements, got {x.size}")
+        return desc, x
+    desc = Desc.of(x, src, dims=dims, dtype=dtype)
+    return desc, x
+
+
+def _dst_desc(src_desc, dst):
+    if isinstance(dst, Desc):
+        if dst.dims != src_desc.dims:
+            raise ReorderError(f"dst descriptor dims {_fmt(dst.dims)} differ from the source's "
+                               f"{_fmt(src_desc.dims)}")
+        return dst
+    return Desc(src_desc.dims, src_desc.dtype, dst)
+
+
+def _dtype_for(arr, dtype):
+    if dtype is None:
+        return dtype_of_numpy(arr.dtype)
+    d = as_dtype(dtype)
+    if d.itemsize != arr.dtype.itemsize:
+        raise ReorderError(f"dtype={d.name} has {d.itemsize}-byte elements but the array is "
+                           f"{arr.dtype} ({arr.dtype.itemsize} bytes)")
+    return d
+
+
+def reorder(x, src, dst, *, dims=None, out=None, threads=None, dtype=None):
+    """Move `x` from layout `src` to layout `dst`; returns a new C-contiguous array in dst's
+    physical shape, or `out`.
+
+    x       numpy array (or __array__ / CPU __dlpack__ object). For a plain tag its axes are
+            the tag's memory axes (an 'nhwc' array has shape (N, H, W, C)) and any strides
+            work. A blocked source is its physical shape (N, C/16, H, W, 16) or a flat buffer
+            with `dims=`.
+    src/dst tags ('nchw', 'nChw16c', 'aBcd16b', 'NCHW16c', 'OIhw4i16o4i', ...) or Descs.
+    dims    logical dims (N, C, H, W order), needed when blocking hides them (C=17 in nChw16c).
+    out     preallocated result (exact shape/dtype, C-contiguous, writable, not overlapping x).
+    threads thread count for this call (see reorder.set_num_threads).
+    dtype   data type name for arrays numpy cannot name ('bf16' for uint16 words).
+
+    Padding in the destination is always exactly zero. Inputs are never modified.
+
+    >>> y = reorder(np.zeros((2, 17, 5, 5), np.float32), "nchw", "nChw16c")
+    >>> y.shape
+    (2, 2, 5, 5, 16)
+    """
+    arr = as_array(x)
+    sdesc, arr = _src_desc(arr, src, dims, _dtype_for(arr, dtype))
+    ddesc = _dst_desc(sdesc, dst)
+    p = cached_plan(sdesc, ddesc)
+    return p(arr, out=out, threads=threads)
+
+
+def plan(src, dst, *, dims=None, dtype="f32", threads=None):
+    """A cached `Plan` from `src` to `dst` (Descs, or tags with `dims=` and `dtype=`).
+    Apply it as `plan(x, out=None)`; `plan.explain()` says what it will do."""
+    if not isinstance(src, Desc):
+        if dims is None:
+            raise ReorderError("plan() with a tag source needs dims=")
+        src = Desc(dims, dtype, src)
+    return cached_plan(src, _dst_desc(src, dst), threads)

@@ -1,0 +1,89 @@
+"""Data types: oneDNN names, numpy dtypes, element sizes.
+
+bf16 has no numpy dtype of its own: it is `ml_dtypes.bfloat16` when that package is installed,
+and otherwise travels as uint16 words with an explicit `dtype="bf16"`.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ReorderError
+
+try:  # optional: real bf16 arrays
+    import ml_dtypes as _ml_dtypes
+    _BF16_NP = np.dtype(_ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - exercised on machines without ml_dtypes
+    _BF16_NP = None
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str            # oneDNN spelling: f32, s8, ...
+    itemsize: int
+    kind: str            # "float" or "int"
+    storage: np.dtype    # how the bytes travel in numpy (bf16 -> uint16 without ml_dtypes)
+
+    @property
+    def word(self):
+        """Unsigned word of the same size: pure moves are typed by size, not meaning."""
+        return np.dtype(f"u{self.itemsize}")
+
+    @property
+    def is_int(self):
+        return self.kind == "int"
+
+    def __repr__(self):
+        return self.name
+
+
+_TABLE = [
+    DType("f32", 4, "float", np.dtype(np.float32)),
+    DType("f64", 8, "float", np.dtype(np.float64)),
+    DType("f16", 2, "float", np.dtype(np.float16)),
+    DType("bf16", 2, "float", _BF16_NP if _BF16_NP is not None else np.dtype(np.uint16)),
+    DType("s8", 1, "int", np.dtype(np.int8)),
+    DType("u8", 1, "int", np.dtype(np.uint8)),
+    DType("s32", 4, "int", np.dtype(np.int32)),
+    DType("s64", 8, "int", np.dtype(np.int64)),
+    DType("u16", 2, "int", np.dtype(np.uint16)),
+    DType("u32", 4, "int", np.dtype(np.uint32)),
+    DType("u64", 8, "int", np.dtype(np.uint64)),
+    DType("s16", 2, "int", np.dtype(np.int16)),
+]
+BY_NAME = {d.name: d for d in _TABLE}
+_ALIASES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
+            "int8": "s8", "uint8": "u8", "int32": "s32", "int64": "s64", "int16": "s16",
+            "uint16": "u16", "uint32": "u32", "uint64": "u64"}
+_BY_NUMPY = {}
+for _d in _TABLE:
+    _BY_NUMPY.setdefault(_d.storage, _d)   # uint16 maps to u16, not to bf16 words
+
+
+def as_dtype(x):
+    """A DType from a oneDNN name ('f32'), a numpy name ('float32'), a numpy dtype or a DType."""
+    if isinstance(x, DType):
+        return x
+    if isinstance(x, str):
+        key = _ALIASES.get(x.lower(), x.lower())
+        if key in BY_NAME:
+            return BY_NAME[key]
+        raise ReorderError(f"unknown data type {x!r}; expected one of {', '.join(BY_NAME)} "
+                           f"or a numpy dtype")
+    try:
+        npd = np.dtype(x)
+    except TypeError:
+        raise TypeError(f"not a data type: {x!r}") from None
+    return dtype_of_numpy(npd)
+
+
+def dtype_of_numpy(npd):
+    npd = np.dtype(npd)
+    if npd.byteorder == ">" or (npd.byteorder == "=" and not np.little_endian):
+        raise ReorderError(f"big-endian arrays are not supported (dtype {npd})")
+    d = _BY_NUMPY.get(npd.newbyteorder("=") if npd.byteorder == "<" else npd)
+    if d is None:
+        if npd.kind in "OUSVM" or npd.hasobject:
+            raise TypeError(f"arrays of dtype {npd} hold no numbers a layout reorder can move; "
+                            f"use a numeric dtype such as float32 or int8")
+        raise ReorderError(f"unsupported dtype {npd}; supported: {', '.join(BY_NAME)}")
+    return d

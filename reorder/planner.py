@@ -1,0 +1,313 @@
+"""Planner: normalise a (src, dst) descriptor pair into loop nodes and pick a kernel.
+
+Normalisation (spec §5.3 is oneDNN's version of the same idea):
+  1. Each logical dim is split into digits at every weight either side uses, so that each
+     digit is one strided axis on both sides (`nchw -> nChw16c`: c = 16*C + c16).
+     The iteration space of a dim is its size rounded up to the larger blocking; positions
+     beyond the logical size are zeros in dst padding, or skipped where dst has no room.
+  2. Size-1 nodes are dropped, nodes are sorted by dst stride (outermost first), and nodes
+     contiguous on both sides are fused, so `h` and `w` become one run of H*W.
+  3. The first kernel in `KERNELS` whose `is_usable_for` accepts the problem runs it; the
+     generic kernel accepts everything, so every valid pair has a plan.
+Plans are immutable and cached on the descriptor pair.
+"""
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _kernels
+from .desc import Desc, _fmt, _bytes
+from .errors import ReorderError
+from .tags import ABC
+from .threads import resolve
+
+# Below this many bytes moved a thread team costs more than it saves.
+PARALLEL_MIN_BYTES = 1 << 18
+
+
+class Node(NamedTuple):
+    extent: int
+    ss: int          # src stride, elements
+    ds: int          # dst stride, elements
+    dim: int         # logical dim, or -1 when no bounds check is needed
+    weight: int      # logical step along `dim`
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A normalised reorder: what the kernels see."""
+    src: Desc
+    dst: Desc
+    nodes: tuple                 # of Node, outermost first
+    checked: tuple               # of (dim, logical size, dst padded size)
+    itemsize: int
+
+    @property
+    def moved_bytes(self):
+        """src bytes read + dst bytes written (padding included on dst)."""
+        logical = math.prod(self.src.dims)
+        return (logical + self.dst.nelems) * self.itemsize
+
+
+class _Incompatible(Exception):
+    """The two blockings of a dim do not nest (e.g. 48c against 32c)."""
+
+
+def _dim_nodes(d, src, dst):
+    n = src.dims[d]
+    s_axes = [a for a in src.axes if a.dim == d]
+    d_axes = [a for a in dst.axes if a.dim == d]
+    blk = max(src.block_size(d), dst.block_size(d))
+    if blk % src.block_size(d) or blk % dst.block_size(d):
+        raise _Incompatible(d)
+    full = -(-n // blk) * blk                       # iteration extent of this dim
+    weights = sorted({a.weight for a in s_axes + d_axes})
+    for lo, hi in zip(weights, weights[1:]):
+        if hi % lo:
+            raise _Incompatible(d)
+    nodes = []
+    for i, w in enumerate(weights):
+        top = weights[i + 1] if i + 1 < len(weights) else full
+        extent = top // w
+        # each side: the axis holding digit weight w is the one with the largest weight <= w
+        sa = max((a for a in s_axes if a.weight <= w), key=lambda a: a.weight)
+        da = max((a for a in d_axes if a.weight <= w), key=lambda a: a.weight)
+        nodes.append(Node(extent, sa.stride * (w // sa.weight), da.stride * (w // da.weight), d, w))
+    return nodes, full
+
+
+def normalise(src, dst):
+    """(src, dst) -> Problem, or raise _Incompatible for blockings that do not nest."""
+    nodes, checked = [], []
+    if 0 in src.dims:
+        return Problem(src, dst, (), (), src.dtype.itemsize)
+    dst_pad = dst.padded_dims
+    for d in range(src.ndim):
+        dn, full = _dim_nodes(d, src, dst)
+        padded = full > src.dims[d]
+        if padded:
+            checked.append((d, src.dims[d], dst_pad[d]))
+        nodes += [nd if padded else nd._replace(dim=-1) for nd in dn if nd.extent != 1]
+    nodes.sort(key=lambda nd: (-abs(nd.ds), -abs(nd.ss)))
+    fused = []
+    for nd in nodes:
+        if fused:
+            prev = fused[-1]
+            if (prev.ds == nd.ds * nd.extent and prev.ss == nd.ss * nd.extent
+                    and prev.dim == nd.dim and (nd.dim < 0 or prev.weight == nd.weight * nd.extent)):
+                fused[-1] = nd._replace(extent=prev.extent * nd.extent)
+                continue
+        fused.append(nd)
+    if not fused:
+        fused = [Node(1, 0, 0, -1, 1)]
+    return Problem(src, dst, tuple(fused), tuple(checked), src.dtype.itemsize)
+
+
+# ---------------------------------------------------------------------------------------------
+# kernel registry, in priority order
+
+class Kernel:
+    name = ""
+    why = ""
+
+    def is_usable_for(self, prob):
+        """True if this kernel can run `prob` (a normalised Problem)."""
+        raise NotImplementedError
+
+    def prepare(self, prob):
+        """Anything the kernel needs precomputed once per plan (arrays of nodes, ...)."""
+        return None
+
+    def run(self, prob, prepared, src_addr, dst_addr, nthreads):
+        raise NotImplementedError
+
+
+class GenericKernel(Kernel):
+    name = "generic"
+    why = "strided loop nest over the normalised nodes; handles every pair"
+
+    def is_usable_for(self, prob):
+        return True
+
+    def prepare(self, prob):
+        nodes = np.array(prob.nodes, dtype=np.int64).reshape(-1, 5)
+        checked = np.array(prob.checked, dtype=np.int64).reshape(-1, 3)
+        return nodes, checked
+
+    def run(self, prob, prepared, src_addr, dst_addr, nthreads):
+        nodes, checked = prepared
+        _kernels.generic(src_addr, dst_addr, prob.itemsize, nodes, checked, nthreads)
+
+
+KERNELS = [GenericKernel()]
+
+
+# ---------------------------------------------------------------------------------------------
+# plans
+
+class Plan:
+    """An immutable, cached recipe for moving data from `src` to `dst`.
+
+    plan(x, out=None)   run it on array x (laid out as `src`); returns out or a new array
+    plan.empty()        a 64-byte-aligned output array of dst's physical shape
+    plan.explain()      which kernel, why, the nodes, threads and bytes moved
+    """
+
+    def __init__(self, src, dst, threads=None):
+        self.src, self.dst, self.threads = src, dst, threads
+        try:
+            self.steps = (self._step(normalise(src, dst)),)
+            self.via = None
+        except _Incompatible as exc:
+            # Blockings that do not nest (48c vs 32c) go through the plain layout, where
+            # each half nests trivially.
+            self.via = Desc(src.dims, src.dtype)
+            self.steps = (self._step(normalise(src, self.via)), self._step(normalise(self.via, dst)))
+        self._in_shape = src.physical_shape
+        self._in_strides = tuple(s * src.dtype.itemsize for s in src.physical_strides)
+        self._out_shape = dst.physical_shape
+        self._storage = dst.dtype.storage
+
+    @staticmethod
+    def _step(prob):
+        for k in KERNELS:
+            if k.is_usable_for(prob):
+                return prob, k, k.prepare(prob)
+        raise AssertionError("the generic kernel accepts every problem")  # pragma: no cover
+
+    def __setattr__(self, name, value):
+        if name in self.__dict__:
+            raise AttributeError("Plan is immutable")
+        object.__setattr__(self, name, value)
+
+    @property
+    def kernel(self):
+        return "+".join(k.name for _, k, _ in self.steps)
+
+    @property
+    def moved_bytes(self):
+        return sum(p.moved_bytes for p, _, _ in self.steps)
+
+    def nthreads(self, threads=None):
+        n = resolve(threads if threads is not None else self.threads)
+        return 1 if self.moved_bytes < PARALLEL_MIN_BYTES else n
+
+    def empty(self):
+        """A zero-copy-friendly output: C-contiguous, dst's physical shape, 64-byte aligned."""
+        return _aligned_empty(self._out_shape, self._storage)
+
+    def __call__(self, x, out=None, threads=None):
+        if not isinstance(x, np.ndarray) or x.shape != self._in_shape or \
+                (x.strides != self._in_strides and x.size > 1) or x.dtype.itemsize != self.src.dtype.itemsize:
+            x = _bind_source(x, self.src)
+        if out is None:
+            out = self.empty()
+        else:
+            check_out(out, self.dst, x)
+        nthreads = self.nthreads(threads)
+        src_addr = x.__array_interface__["data"][0]
+        dst_addr = out.__array_interface__["data"][0]
+        if self.via is None:
+            (prob, kernel, prepared), = self.steps
+            kernel.run(prob, prepared, src_addr, dst_addr, nthreads)
+        else:
+            tmp = _aligned_empty(self.via.physical_shape, self.via.dtype.storage)
+            tmp_addr = tmp.__array_interface__["data"][0]
+            (p1, k1, r1), (p2, k2, r2) = self.steps
+            k1.run(p1, r1, src_addr, tmp_addr, nthreads)
+            k2.run(p2, r2, tmp_addr, dst_addr, nthreads)
+        return out
+
+    def __repr__(self):
+        return (f"Plan({self.src.name} -> {self.dst.name}, {_fmt(self.src.dims)} {self.src.dtype.name}, "
+                f"kernel={self.kernel}, threads={self.nthreads()}, "
+                f"{_bytes(self.src.nbytes)} -> {_bytes(self.dst.nbytes)})")
+
+    def explain(self):
+        lines = [repr(self), f"  src: {self.src!r}", f"  dst: {self.dst!r}"]
+        if self.via is not None:
+            lines.append(f"  the blockings do not nest, so the data goes through {self.via!r}")
+        for prob, kernel, _ in self.steps:
+            lines.append(f"  kernel {kernel.name}: {kernel.why}")
+            lines.append("  nodes, outermost first (extent, src stride, dst stride [, dim/weight]):")
+            for nd in prob.nodes:
+                tail = f", {ABC[nd.dim]}/{nd.weight}" if nd.dim >= 0 else ""
+                lines.append(f"    {nd.extent:>8} {nd.ss:>10} {nd.ds:>10}{tail}")
+            for d, n, pad in prob.checked:
+                lines.append(f"  dim {ABC[d]}: {n} valid, zeros up to {pad}")
+        lines.append(f"  threads: {self.nthreads()} (tensors under {_bytes(PARALLEL_MIN_BYTES)} "
+                     f"run on one); bytes moved: {_bytes(self.moved_bytes)}")
+        return "\n".join(lines)
+
+
+@lru_cache(maxsize=512)
+def cached_plan(src, dst, threads=None):
+    if src.dims != dst.dims:
+        raise ReorderError(f"src dims {_fmt(src.dims)} and dst dims {_fmt(dst.dims)} differ; a "
+                           f"reorder keeps the logical shape")
+    if src.dtype.itemsize != dst.dtype.itemsize or src.dtype != dst.dtype:
+        raise ReorderError(f"src is {src.dtype.name} but dst is {dst.dtype.name}; this reorder "
+                           f"moves data without converting it")
+    if dst.has_overlap or any(a.stride < 0 for a in dst.axes if a.extent > 1):
+        raise ReorderError(f"dst {dst!r} has overlapping or negative strides; a destination "
+                           f"must give every element its own place")
+    return Plan(src, dst, threads)
+
+
+# ---------------------------------------------------------------------------------------------
+# binding arrays to descriptors (shared by the front ends)
+
+def _aligned_empty(shape, dtype, align=64):
+    dtype = np.dtype(dtype)
+    n = math.prod(shape) * dtype.itemsize
+    raw = np.empty(n + align, dtype=np.uint8)
+    start = -raw.__array_interface__["data"][0] % align
+    return raw[start:start + n].view(dtype).reshape(shape)
+
+
+def _bind_source(x, src):
+    """Check that array `x` holds descriptor `src`; return the array whose data pointer is
+    src's logical element 0 (a view of x)."""
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"expected a numpy array, got {type(x).__name__}")
+    if x.dtype.itemsize != src.dtype.itemsize or x.dtype.kind in "OUSVM":
+        raise ReorderError(f"array dtype {x.dtype} does not fit descriptor dtype {src.dtype.name}")
+    if x.shape == src.physical_shape:
+        strides = tuple(s // x.itemsize for s in x.strides)
+        if all(s == a.stride or a.extent <= 1 for s, a in zip(strides, src.axes)) and src.offset0 == 0:
+            return x
+    if x.ndim == 1 and x.flags.c_contiguous:
+        lo = src.offset0 + sum(min(0, (a.extent - 1) * a.stride) for a in src.axes)
+        hi = src.offset0 + sum(max(0, (a.extent - 1) * a.stride) for a in src.axes)
+        if src.span == 0 or (lo >= 0 and hi < x.size):
+            return x[src.offset0:] if src.span else x[:0]
+        raise ReorderError(f"a flat buffer of {x.size} elements cannot hold {src!r}: it needs "
+                           f"elements {lo}..{hi}")
+    raise ReorderError(f"array of shape {_fmt(x.shape)} and strides {x.strides} does not hold "
+                       f"{src!r}; expected shape {_fmt(src.physical_shape)}, or a flat buffer")
+
+
+def check_out(out, dst, x=None):
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
+    if out.dtype != dst.dtype.storage and not (out.dtype.itemsize == dst.dtype.itemsize and
+                                              dst.dtype.name == "bf16" and out.dtype == np.uint16):
+        raise ReorderError(f"out has dtype {out.dtype}, but the result is {dst.dtype.name} "
+                           f"({dst.dtype.storage})")
+    if out.shape != dst.physical_shape:
+        raise ReorderError(f"out has shape {_fmt(out.shape)}, but {dst.name} of "
+                           f"{_fmt(dst.dims)} needs {_fmt(dst.physical_shape)}")
+    if not out.flags.c_contiguous:
+        raise ReorderError("out must be C-contiguous")
+    if not out.flags.writeable:
+        raise ReorderError("out is read-only")
+    if x is not None and np.may_share_memory(x, out):
+        try:
+            overlap = np.shares_memory(x, out, max_work=100000)
+        except np.exceptions.TooHardError:
+            overlap = True          # could not prove them apart: refuse rather than risk it
+        if overlap:
+            raise ReorderError("out overlaps the input array; a reorder cannot run in place")

@@ -1,0 +1,82 @@
+"""Thread-count policy, resolved once per call and passed to every kernel.
+
+Precedence: the `threads=` argument > `set_num_threads(n)` / `with threads(n):` >
+the REORDER_NUM_THREADS environment variable > OpenMP's default (which already reflects
+OMP_NUM_THREADS and threadpoolctl limits), capped at the CPUs this process may use.
+"""
+import contextlib
+import contextvars
+import os
+
+from . import _kernels
+from .errors import ReorderError
+
+_override = contextvars.ContextVar("reorder_threads", default=None)
+_global = None
+_forked = False     # GNU libgomp deadlocks when a forked child starts a thread team
+
+
+def _after_fork_in_child():
+    global _forked
+    _forked = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _check(n, what):
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{what} must be a positive int, got {n!r}")
+    if n < 1:
+        raise ReorderError(f"{what} must be >= 1, got {n}")
+    return n
+
+
+def usable_cpus():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def set_num_threads(n):
+    """Set the library-wide thread count; None restores the default policy."""
+    global _global
+    _global = None if n is None else _check(n, "set_num_threads(n)")
+
+
+def get_num_threads():
+    """The thread count a call without `threads=` would use now."""
+    return resolve(None)
+
+
+@contextlib.contextmanager
+def threads(n):
+    """`with reorder.threads(1): ...` -- thread count for calls made inside the block
+    (per Python thread / asyncio task)."""
+    token = _override.set(_check(n, "threads(n)"))
+    try:
+        yield
+    finally:
+        _override.reset(token)
+
+
+def resolve(threads=None):
+    """Thread count for one call."""
+    if not _kernels.OPENMP:
+        return 1
+    if threads is not None:
+        return _check(threads, "threads=")
+    for n in (_override.get(), _global):
+        if n is not None:
+            return n
+    env = os.environ.get("REORDER_NUM_THREADS", "").strip()
+    if env:
+        try:
+            return _check(int(env), "REORDER_NUM_THREADS")
+        except (ValueError, TypeError):
+            raise ReorderError(f"REORDER_NUM_THREADS must be a positive integer, got {env!r}") from None
+    if _forked:
+        return 1
+    return max(1, min(_kernels.omp_max_threads(), usable_cpus()))

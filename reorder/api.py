@@ -70,7 +70,7 @@ def _dtype_for(arr, dtype):
     return d
 
 
-def reorder(x, src, dst, *, dims=None, out=None, threads=None, dtype=None):
+def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None):
     """Move `x` from layout `src` to layout `dst`; returns a new C-contiguous array in dst's
     physical shape, or `out`.
 
@@ -82,7 +82,7 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, dtype=None):
     dims    logical dims (N, C, H, W order), needed when blocking hides them (C=17 in nChw16c).
     out     preallocated result (exact shape/dtype, C-contiguous, writable, not overlapping x).
     threads thread count for this call (see reorder.set_num_threads).
-    dtype   data type name for arrays numpy cannot name ('bf16' for uint16 words).
+    src_dtype  data type of x when numpy cannot name it ('bf16' for uint16 words).
 
     Padding in the destination is always exactly zero. Inputs are never modified.
 
@@ -91,17 +91,17 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, dtype=None):
     (2, 2, 5, 5, 16)
     """
     arr = as_array(x)
-    sdesc, arr = _src_desc(arr, src, dims, _dtype_for(arr, dtype))
+    sdesc, arr = _src_desc(arr, src, dims, _dtype_for(arr, src_dtype))
     ddesc = _dst_desc(sdesc, dst)
     p = cached_plan(sdesc, ddesc)
     return p(arr, out=out, threads=threads)
 
 
-def plan(src, dst, *, dims=None, dtype="f32", threads=None):
-    """A cached `Plan` from `src` to `dst` (Descs, or tags with `dims=` and `dtype=`).
+def plan(src, dst, *, dims=None, src_dtype="f32", threads=None):
+    """A cached `Plan` from `src` to `dst` (Descs, or tags with `dims=` and `src_dtype=`).
     Apply it as `plan(x, out=None)`; `plan.explain()` says what it will do."""
     if not isinstance(src, Desc):
         if dims is None:
             raise ReorderError("plan() with a tag source needs dims=")
-        src = Desc(dims, dtype, src)
+        src = Desc(dims, src_dtype, src)
     return cached_plan(src, _dst_desc(src, dst), threads)

@@ -14,6 +14,7 @@ allocation, when only the source is padded) in the same pass.
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memcpy, memset
 from cython.parallel cimport prange
+import numpy as np
 
 from reorder._omp cimport (REORDER_OPENMP, REORDER_OPENMP_VERSION, REORDER_BUILD_FLAGS,
                            omp_get_max_threads, omp_get_num_procs)
@@ -31,14 +32,48 @@ def omp_num_procs():
     return omp_get_num_procs()
 
 
-from reorder._nodes cimport (NodeList, Walk, fill_nodes, outer_count, walk_start, walk_bounds,
-                             walk_next)
+from reorder._nodes cimport (NodeList, Walk, count_below, fill_nodes, outer_count, walk_start,
+                             walk_bounds, walk_next)
 
 ctypedef fused word_t:
     uint8_t
     uint16_t
     uint32_t
     uint64_t
+
+cdef extern from "_simd.h" nogil:
+    ctypedef struct rows_t:
+        int64_t nlo, dlo, dhi
+    int reorder_simd_disabled
+    const char* reorder_simd_name()
+    void reorder_sfence()
+    void tile_t1(const uint8_t*, int64_t, uint8_t*, const rows_t*, int64_t, int64_t, int64_t, int64_t, int64_t, int)
+    void tile_t2(const uint16_t*, int64_t, uint16_t*, const rows_t*, int64_t, int64_t, int64_t, int64_t, int64_t, int)
+    void tile_t4(const uint32_t*, int64_t, uint32_t*, const rows_t*, int64_t, int64_t, int64_t, int64_t, int64_t, int)
+    void tile_t8(const uint64_t*, int64_t, uint64_t*, const rows_t*, int64_t, int64_t, int64_t, int64_t, int64_t, int)
+    void copy_bytes(void*, const void*, int64_t, int)
+
+
+def simd_name():
+    return reorder_simd_name().decode()
+
+
+def set_simd(bint enabled):
+    """Use the portable C paths instead of the SIMD ones (for tests of both)."""
+    global reorder_simd_disabled
+    reorder_simd_disabled = 0 if enabled else 1
+
+
+cdef inline void _tile(const word_t* s, int64_t sA, word_t* d, const rows_t* rows, int64_t bs,
+                       int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int nt) noexcept nogil:
+    if word_t is uint8_t:
+        tile_t1(s, sA, d, rows, bs, nav, naw, nbv, nbw, nt)
+    elif word_t is uint16_t:
+        tile_t2(s, sA, d, rows, bs, nav, naw, nbv, nbw, nt)
+    elif word_t is uint32_t:
+        tile_t4(s, sA, d, rows, bs, nav, naw, nbv, nbw, nt)
+    else:
+        tile_t8(s, sA, d, rows, bs, nav, naw, nbv, nbw, nt)
 
 
 cdef void _generic_chunk(const word_t* src, word_t* dst, const NodeList* p,
@@ -74,6 +109,139 @@ cdef void _generic(const word_t* src, word_t* dst, const NodeList* p, int nthrea
         return
     for t in prange(nchunks, num_threads=nchunks, schedule="static"):
         _generic_chunk(src, dst, p, outer * t // nchunks, outer * (t + 1) // nchunks)
+
+
+# ---------------------------------------------------------------------------------------------
+# transpose: the innermost node A is dst-contiguous, another node B is src-contiguous
+# (nchw -> nChw16c: A = c16, B = h*w; nChw16c -> nchw: A = h*w, B = c16; nchw -> nhwc:
+# A = c, B = h*w). B may be two nodes that chain in src (oihw -> OIhw16i16o: B = hw then
+# i16, 144 contiguous floats). Each outer position moves an A x B tile with register
+# transposes; the work items are (outer position, slice of B), split statically.
+
+cdef struct TileB:
+    int64_t n, w, valid, alloc, slice
+    int dim                     # logical dim of B's bounds-checked node, else -1
+    rows_t rows                 # dst offset of B row b
+
+
+cdef void _transpose_items(const word_t* src, word_t* dst, const NodeList* p, const TileB* B,
+                           int64_t lo, int64_t hi, int nt) noexcept nogil:
+    cdef Walk w
+    cdef int64_t nslices = (B.n + B.slice - 1) // B.slice
+    cdef int64_t outer = lo // nslices, item, b0, b1, nav, naw, nbv, nbw, base
+    cdef int last = p.n - 1
+    walk_start(p, &w, outer)
+    for item in range(lo, hi):
+        if item // nslices != outer:
+            walk_next(p, &w)
+            outer += 1
+        walk_bounds(p, &w, &nav, &naw)
+        if naw == 0:
+            continue
+        b0 = (item % nslices) * B.slice
+        b1 = b0 + B.slice if b0 + B.slice < B.n else B.n
+        nbw = b1 - b0
+        nbv = nbw
+        if B.dim >= 0:
+            # B's checked node is its only node, or its outer one when B spans two
+            if B.rows.nlo == 0:
+                base = w.coord[B.dim] + b0 * B.w
+                nbw = count_below(B.alloc, base, B.w, nbw)
+                nbv = count_below(B.valid, base, B.w, nbw)
+            else:   # slices start on outer-node boundaries (slice is a multiple of nlo)
+                base = w.coord[B.dim] + (b0 // B.rows.nlo) * B.w
+                nbw = count_below(B.alloc, base, B.w, nbw // B.rows.nlo) * B.rows.nlo
+                nbv = count_below(B.valid, base, B.w, nbw // B.rows.nlo) * B.rows.nlo
+        if nbw > 0:
+            _tile(src + w.so + b0, p.ss[last], dst + w.do, &B.rows, b0, nav, naw, nbv, nbw, nt)
+    if nt:
+        reorder_sfence()
+
+
+cdef void _transpose(const word_t* src, word_t* dst, const NodeList* p, const TileB* B,
+                     int nthreads, int nt) noexcept nogil:
+    cdef int64_t items = outer_count(p) * ((B.n + B.slice - 1) // B.slice)
+    cdef int t, nchunks = nthreads if items >= nthreads else <int>items
+    if items == 0:
+        return
+    if nchunks <= 1:
+        _transpose_items(src, dst, p, B, 0, items, nt)
+        return
+    for t in prange(nchunks, num_threads=nchunks, schedule="static"):
+        _transpose_items(src, dst, p, B, items * t // nchunks, items * (t + 1) // nchunks, nt)
+
+
+def transpose(uintptr_t src, uintptr_t dst, int itemsize, const int64_t[:, ::1] nodes,
+              const int64_t[:, ::1] checked, const int64_t[::1] b, int nthreads, bint nt):
+    """Run the tile-transpose kernel.
+
+    nodes    -- outer nodes, then A (dst stride 1) last                         # IN
+    checked  -- rows (dim, logical size, dst padded size)                       # IN
+    b        -- B as (extent, weight, logical size, dst padded size, dim or -1, slice length,
+                nlo, dlo, dhi): row b of B is at dst (b // nlo) * dhi + (b % nlo) * dlo,
+                or b * dlo when nlo is 0; weight/dim belong to the checked node    # IN
+    """
+    cdef NodeList p
+    cdef TileB B
+    fill_nodes(&p, nodes, checked)
+    if p.ds[p.n - 1] != 1 or b.shape[0] != 9 or b[5] < 1 or b[6] < 0 or (b[6] and b[5] % b[6]):
+        raise ValueError("transpose needs A (dst stride 1) last and B as 9 numbers")
+    B.n, B.w, B.valid, B.alloc, B.dim, B.slice = b[0], b[1], b[2], b[3], <int>b[4], b[5]
+    B.rows.nlo, B.rows.dlo, B.rows.dhi = b[6], b[7], b[8]
+    with nogil:
+        if itemsize == 1:
+            _transpose(<const uint8_t*>src, <uint8_t*>dst, &p, &B, nthreads, nt)
+        elif itemsize == 2:
+            _transpose(<const uint16_t*>src, <uint16_t*>dst, &p, &B, nthreads, nt)
+        elif itemsize == 4:
+            _transpose(<const uint32_t*>src, <uint32_t*>dst, &p, &B, nthreads, nt)
+        elif itemsize == 8:
+            _transpose(<const uint64_t*>src, <uint64_t*>dst, &p, &B, nthreads, nt)
+
+
+# ---------------------------------------------------------------------------------------------
+# direct copy: the innermost node is contiguous on both sides and nothing is padded; runs are
+# cut into equal byte ranges across threads (a single huge run is split too).
+
+cdef void _copy_items(const char* src, char* dst, const NodeList* p, int64_t size, int64_t piece,
+                      int64_t lo, int64_t hi, int nt) noexcept nogil:
+    cdef Walk w
+    cdef int last = p.n - 1
+    cdef int64_t run = p.ext[last], npieces = (run + piece - 1) // piece
+    cdef int64_t outer = lo // npieces, item, k0, k1
+    walk_start(p, &w, outer)
+    for item in range(lo, hi):
+        if item // npieces != outer:
+            walk_next(p, &w)
+            outer += 1
+        k0 = (item % npieces) * piece
+        k1 = k0 + piece if k0 + piece < run else run
+        copy_bytes(dst + (w.do + k0) * size, src + (w.so + k0) * size, (k1 - k0) * size, nt)
+    if nt:
+        reorder_sfence()
+
+
+def copy(uintptr_t src, uintptr_t dst, int itemsize, const int64_t[:, ::1] nodes,
+         int64_t piece, int nthreads, bint nt):
+    """Copy contiguous runs: nodes as for `generic`, the last one with strides 1."""
+    cdef NodeList p
+    cdef int64_t items
+    cdef int t, nchunks
+    cdef int64_t[:, ::1] nochecks = np.zeros((0, 3), dtype=np.int64)
+    fill_nodes(&p, nodes, nochecks)
+    if p.ss[p.n - 1] != 1 or p.ds[p.n - 1] != 1 or piece < 1:
+        raise ValueError("copy needs a contiguous innermost node")
+    items = outer_count(&p) * ((p.ext[p.n - 1] + piece - 1) // piece)
+    if items == 0:
+        return
+    nchunks = nthreads if items >= nthreads else <int>items
+    with nogil:
+        if nchunks <= 1:
+            _copy_items(<const char*>src, <char*>dst, &p, itemsize, piece, 0, items, nt)
+        else:
+            for t in prange(nchunks, num_threads=nchunks, schedule="static"):
+                _copy_items(<const char*>src, <char*>dst, &p, itemsize, piece, items * t // nchunks,
+                            items * (t + 1) // nchunks, nt)
 
 
 def generic(uintptr_t src, uintptr_t dst, int itemsize, const int64_t[:, ::1] nodes,

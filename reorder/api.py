@@ -26,9 +26,7 @@ def as_array(x):
             arr = np.asarray(x)
         except Exception as exc:
             raise TypeError(f"cannot read {type(x).__name__} as an array: {exc}") from None
-    if arr.dtype.hasobject or arr.dtype.kind in "OUSVMb":
-        raise TypeError(f"arrays of dtype {arr.dtype} cannot be reordered; "
-                        f"use a numeric dtype such as float32 or int8")
+    dtype_of_numpy(arr.dtype)       # TypeError for object/string arrays, ReorderError for others
     return arr
 
 
@@ -40,7 +38,7 @@ def _src_desc(x, src, dims, dtype):
         if x.dtype.itemsize != src.dtype.itemsize:
             raise ReorderError(f"the array is {x.dtype} but the source descriptor says {src.dtype.name}")
         return src, _bind_source(x, src)
-    if x.ndim == 1 and dims is not None and len(dims) > 1:
+    if x.ndim == 1 and dims is not None and (len(dims) > 1 or Desc(dims, dtype, src).is_blocked):
         # a flat buffer holding a (usually blocked) layout
         desc = Desc(dims, dtype, src)
         if not x.flags.c_contiguous or x.size != desc.nelems:

@@ -220,8 +220,10 @@ class Desc:
 
     @property
     def is_dense(self):
-        """Elements, padding included, fill `span` with no gaps, no overlaps, no reversal."""
-        return self.nelems == self.span and self.is_c_contiguous
+        """Elements, padding included, fill `span` with no gaps, overlaps or reversed axes,
+        in any axis order (oneDNN's is_dense(with_padding=True))."""
+        return (self.nelems == self.span and not self.has_overlap
+                and all(a.stride >= 0 for a in self.axes if a.extent > 1))
 
     @property
     def is_c_contiguous(self):
@@ -289,7 +291,7 @@ class Desc:
     @property
     def abc(self):
         """Abstract oneDNN tag of the layout, or None for a strided layout no tag describes."""
-        if self.tag is not None and self.is_dense:
+        if self.tag is not None and self.is_c_contiguous and self.nelems == self.span:
             return self.tag.abc
         if self.is_plain:
             # a plain layout has a tag iff its strides are dense in some axis order

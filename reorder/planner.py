@@ -26,6 +26,10 @@ from .threads import resolve
 
 # Below this many bytes moved a thread team costs more than it saves.
 PARALLEL_MIN_BYTES = 1 << 18
+# From this output size on, streaming (non-temporal) stores beat cached ones: measured on
+# the 2-core AVX-512 machines this project runs on (1 MiB L2 per core), nchw->nChw16c and
+# oihw->OIhw16i16o gain 1.1-2x from 2.4 MB of output up and are even at 3 MB.
+NT_MIN_BYTES = 2 << 20
 
 
 class Node(NamedTuple):
@@ -82,8 +86,8 @@ def _dim_nodes(d, src, dst):
 def normalise(src, dst):
     """(src, dst) -> Problem, or raise _Incompatible for blockings that do not nest."""
     nodes, checked = [], []
-    if 0 in src.dims:
-        return Problem(src, dst, (), (), src.dtype.itemsize)
+    if 0 in src.dims:       # nothing to move, and dst (padded dims 0 too) holds nothing
+        return Problem(src, dst, (Node(0, 0, 0, -1, 1),), (), src.dtype.itemsize)
     dst_pad = dst.padded_dims
     for d in range(src.ndim):
         dn, full = _dim_nodes(d, src, dst)
@@ -142,7 +146,93 @@ class GenericKernel(Kernel):
         _kernels.generic(src_addr, dst_addr, prob.itemsize, nodes, checked, nthreads)
 
 
-KERNELS = [GenericKernel()]
+def _nt_stores(prob):
+    """Non-temporal stores pay once the output no longer fits in cache; in cache they lose
+    (measured: benchmarks/, and docs/kernels.md)."""
+    return prob.dst.nelems * prob.itemsize >= NT_MIN_BYTES
+
+
+def _round_up(n, m):
+    return -(-n // m) * m
+
+
+class CopyKernel(Kernel):
+    name = "copy"
+    why = "innermost node contiguous on both sides and no padding: parallel block copies"
+
+    def is_usable_for(self, prob):
+        last = prob.nodes[-1] if prob.nodes else None
+        return last is not None and last.ss == 1 and last.ds == 1 and not prob.checked
+
+    def prepare(self, prob):
+        nodes = np.array(prob.nodes, dtype=np.int64).reshape(-1, 5)
+        run = prob.nodes[-1].extent
+        # pieces of ~1 MiB (whole runs when runs are short), so a single run splits too
+        piece = max(1, min(run, (1 << 20) // prob.itemsize))
+        return nodes, piece, _nt_stores(prob)
+
+    def run(self, prob, prepared, src_addr, dst_addr, nthreads):
+        nodes, piece, nt = prepared
+        _kernels.copy(src_addr, dst_addr, prob.itemsize, nodes, piece, nthreads, nt)
+
+
+class TransposeKernel(Kernel):
+    name = "transpose"
+    why = ("innermost dst node A is strided in src and another node B is src-contiguous: "
+           "A x B tiles moved with register transposes, padding written inside the tile")
+
+    @staticmethod
+    def _pick(prob):
+        """(index of B, index of B's src continuation or None), or None if unusable."""
+        nodes = prob.nodes
+        if len(nodes) < 2:
+            return None
+        a = nodes[-1]
+        if a.ds != 1 or a.ss == 1 or a.extent < 4:
+            return None
+        ib = next((i for i in range(len(nodes) - 2, -1, -1) if nodes[i].ss == 1), None)
+        if ib is None:
+            return None
+        b = nodes[ib]
+        if b.ds < a.extent or (b.dim >= 0 and b.dim == a.dim):
+            return None
+        # a node continuing B in src makes longer, full tiles (hw then i16 in OIhw16i16o)
+        ic = next((i for i in range(len(nodes) - 1) if i != ib and nodes[i].ss == b.extent
+                   and nodes[i].ds >= a.extent and b.dim < 0
+                   and (nodes[i].dim < 0 or nodes[i].dim != a.dim)), None)
+        if ic is None and b.extent < 4:
+            return None
+        return ib, ic
+
+    def is_usable_for(self, prob):
+        return self._pick(prob) is not None
+
+    def prepare(self, prob):
+        ib, ic = self._pick(prob)
+        b = prob.nodes[ib]
+        c = prob.nodes[ic] if ic is not None else None
+        rest = [nd for i, nd in enumerate(prob.nodes) if i not in (ib, ic)]
+        nodes = np.array(rest, dtype=np.int64).reshape(-1, 5)
+        n = b.extent * (c.extent if c else 1)
+        step = math.lcm(16, b.extent) if c else 16      # slices keep whole inner rows
+        outer = math.prod(nd.extent for nd in rest[:-1])
+        # enough (outer, B-slice) work items for a static split to balance 2+ threads
+        per = -(-16 // outer) if outer < 16 else 1
+        slice_ = n if per == 1 else min(n, max(step, _round_up(-(-n // per), step)))
+        checked_node = c if c is not None and c.dim >= 0 else b
+        valid, alloc = next(((v, pad) for d, v, pad in prob.checked if d == checked_node.dim), (0, 0))
+        rows = (b.extent, b.ds, c.ds) if c else (0, b.ds, 0)
+        bvec = np.array([n, checked_node.weight, valid, alloc, checked_node.dim, slice_, *rows],
+                        dtype=np.int64)
+        checked = np.array(prob.checked, dtype=np.int64).reshape(-1, 3)
+        return nodes, checked, bvec, _nt_stores(prob)
+
+    def run(self, prob, prepared, src_addr, dst_addr, nthreads):
+        nodes, checked, bvec, nt = prepared
+        _kernels.transpose(src_addr, dst_addr, prob.itemsize, nodes, checked, bvec, nthreads, nt)
+
+
+KERNELS = [CopyKernel(), TransposeKernel(), GenericKernel()]
 
 
 # ---------------------------------------------------------------------------------------------

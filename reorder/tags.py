@@ -236,7 +236,8 @@ def _build(tag, tokens, ndims, tvm):
             outer_pos[d] = p
     rank = len(outer_pos)
     if ndims is not None and rank != ndims:
-        raise ReorderError(f"tag {tag!r} describes {rank} dims, but the tensor has {ndims}")
+        _fail(tag, 0, f"the tag describes {rank} dims, but the tensor has {ndims}",
+              f"expected a tag with {ndims} outer letters", width=len(tag))
     if rank > MAX_NDIMS:
         raise ReorderError(f"tag {tag!r} has {rank} dims; at most {MAX_NDIMS} are supported")
     for d, p in outer_pos.items():

@@ -1,0 +1,203 @@
+/* Tile transposes and copies for the reorder kernels, with run-time CPU dispatch.
+ *
+ * The wide paths are compiled with __attribute__((target(...))) and chosen once with
+ * __builtin_cpu_supports, so the extension builds and runs on any x86-64 or ARM machine
+ * without -march=native. Every path writes exactly the same bytes.
+ *
+ * tile_tN(src, sA, dst, rows, b0, nav, naw, nbv, nbw, nt):
+ *     for b < nbw, a < naw:  dst[row(b0 + b) + a] = (a < nav && b < nbv) ? src[a*sA + b] : 0
+ * i.e. dst is contiguous along a, src along b; rows a >= nav and columns b >= nbv are
+ * the zero padding of dst. B may span two dst axes (hw then i16 in oihw -> OIhw16i16o), so
+ * row(b) = (b / nlo) * dhi + (b % nlo) * dlo. nt asks for non-temporal stores of full, aligned 64-byte lines
+ * (the caller issues reorder_sfence() before the data is read by another thread).
+ */
+#ifndef REORDER_SIMD_H
+#define REORDER_SIMD_H
+#include <stdint.h>
+#include <string.h>
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define REORDER_X86 1
+#include <immintrin.h>
+#else
+#define REORDER_X86 0
+#endif
+
+#define TILE 16
+
+typedef struct { int64_t nlo, dlo, dhi; } rows_t;
+static inline int64_t row_off(const rows_t* r, int64_t b) {
+    return r->nlo == 0 ? b * r->dlo : (b / r->nlo) * r->dhi + (b % r->nlo) * r->dlo;
+}
+
+/* ---- portable path: cache-blocked scalar loops the compiler can vectorise -------------- */
+#define REORDER_SCALAR_TILE(T, NAME)                                                       \
+static void NAME(const T* src, int64_t sA, T* dst, const rows_t* rows, int64_t bs,      \
+                 int64_t nav, int64_t naw, int64_t nbv, int64_t nbw) {                    \
+    for (int64_t b0 = 0; b0 < nbw; b0 += TILE) {                                          \
+        int64_t b1 = b0 + TILE < nbw ? b0 + TILE : nbw;                                   \
+        for (int64_t a0 = 0; a0 < naw; a0 += TILE) {                                      \
+            int64_t a1 = a0 + TILE < naw ? a0 + TILE : naw;                               \
+            for (int64_t b = b0; b < b1; b++) {                                           \
+                T* d = dst + row_off(rows, bs + b);                                       \
+                if (b < nbv) {                                                            \
+                    int64_t av = a1 < nav ? a1 : (nav > a0 ? nav : a0);                   \
+                    for (int64_t a = a0; a < av; a++) d[a] = src[a * sA + b];             \
+                    for (int64_t a = av; a < a1; a++) d[a] = 0;                           \
+                } else {                                                                  \
+                    for (int64_t a = a0; a < a1; a++) d[a] = 0;                           \
+                }                                                                         \
+            }                                                                             \
+        }                                                                                 \
+    }                                                                                     \
+}
+REORDER_SCALAR_TILE(uint8_t, tile_scalar_u8)
+REORDER_SCALAR_TILE(uint16_t, tile_scalar_u16)
+REORDER_SCALAR_TILE(uint32_t, tile_scalar_u32)
+REORDER_SCALAR_TILE(uint64_t, tile_scalar_u64)
+
+#if REORDER_X86
+/* ---- AVX-512: 16x16 f32 register transposes ----------------------------------------- */
+__attribute__((target("avx512f")))
+static inline void tr16x16(__m512 r[16]) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4g+j], 128-bit lane k = column 4k+j of rows 4g..4g+3 */
+    for (int g = 0; g < 4; g++) {
+        u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+        u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+    }
+    /* 4x4 transpose of 128-bit lanes across u[j], u[4+j], u[8+j], u[12+j] */
+    for (int j = 0; j < 4; j++) {
+        __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88);
+        __m512 v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
+        __m512 v2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
+        __m512 v3 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+        r[j] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+        r[4 + j] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+        r[12 + j] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+    }
+}
+
+__attribute__((target("avx512f")))
+static void tile_avx512_u32(const uint32_t* src, int64_t sA, uint32_t* dst, const rows_t* rows,
+                            int64_t bs, int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int nt) {
+    __m512 r[16];
+    for (int64_t a0 = 0; a0 < naw; a0 += 16) {
+        int64_t na = naw - a0 < 16 ? naw - a0 : 16;           /* rows this tile writes */
+        int64_t nv = nav - a0 < 0 ? 0 : (nav - a0 < na ? nav - a0 : na);  /* data rows */
+        __mmask16 wmask = (__mmask16)((1u << na) - 1u);
+        int full = na == 16;
+        for (int64_t b0 = 0; b0 < nbw; b0 += 16) {
+            int64_t nb = nbw - b0 < 16 ? nbw - b0 : 16;
+            int64_t nbd = nbv - b0 < 0 ? 0 : (nbv - b0 < nb ? nbv - b0 : nb);
+            __mmask16 lmask = (__mmask16)((1u << nbd) - 1u);
+            const uint32_t* s = src + a0 * sA + b0;
+            for (int i = 0; i < 16; i++)
+                r[i] = (i < nv) ? (nbd == 16 ? _mm512_loadu_ps(s + i * sA)
+                                             : _mm512_maskz_loadu_ps(lmask, s + i * sA))
+                                : _mm512_setzero_ps();
+            tr16x16(r);
+            /* dst row offsets advance incrementally: no division in the loop */
+            int64_t q = 0, m = 0, off;
+            if (rows->nlo) { q = (bs + b0) / rows->nlo; m = (bs + b0) % rows->nlo; }
+            for (int64_t j = 0; j < nb; j++) {
+                if (rows->nlo) {
+                    off = q * rows->dhi + m * rows->dlo;
+                    if (++m == rows->nlo) { m = 0; q++; }
+                } else {
+                    off = (bs + b0 + j) * rows->dlo;
+                }
+                float* p = (float*)(dst + off + a0);
+                if (full && nt && ((uintptr_t)p & 63) == 0)
+                    _mm512_stream_ps(p, r[j]);
+                else if (full)
+                    _mm512_storeu_ps(p, r[j]);
+                else
+                    _mm512_mask_storeu_ps(p, wmask, r[j]);
+            }
+        }
+    }
+}
+
+/* Non-temporal copy: aligns dst to 64 bytes, streams whole lines, copies the tail. */
+__attribute__((target("avx512f")))
+static void copy_nt_avx512(void* dst, const void* src, int64_t nbytes) {
+    char* d = (char*)dst;
+    const char* s = (const char*)src;
+    int64_t head = (int64_t)((64 - ((uintptr_t)d & 63)) & 63);
+    if (head > nbytes) head = nbytes;
+    memcpy(d, s, (size_t)head);
+    d += head; s += head; nbytes -= head;
+    for (; nbytes >= 256; nbytes -= 256, d += 256, s += 256) {
+        __m512 x0 = _mm512_loadu_ps(s), x1 = _mm512_loadu_ps(s + 64);
+        __m512 x2 = _mm512_loadu_ps(s + 128), x3 = _mm512_loadu_ps(s + 192);
+        _mm512_stream_ps((float*)d, x0);
+        _mm512_stream_ps((float*)(d + 64), x1);
+        _mm512_stream_ps((float*)(d + 128), x2);
+        _mm512_stream_ps((float*)(d + 192), x3);
+    }
+    memcpy(d, s, (size_t)nbytes);
+}
+
+static int reorder_have_avx512(void) {
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    }
+    return cached;
+}
+static inline void reorder_sfence(void) { _mm_sfence(); }
+#else
+static int reorder_have_avx512(void) { return 0; }
+static inline void reorder_sfence(void) {}
+#endif
+
+/* ---- dispatch -------------------------------------------------------------------------- */
+static int reorder_simd_disabled = 0;   /* set from Python to test the portable path */
+
+static inline void tile_t1(const uint8_t* s, int64_t sA, uint8_t* d, const rows_t* rows, int64_t bs,
+                           int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int nt) {
+    (void)nt; tile_scalar_u8(s, sA, d, rows, bs, nav, naw, nbv, nbw);
+}
+static inline void tile_t2(const uint16_t* s, int64_t sA, uint16_t* d, const rows_t* rows, int64_t bs,
+                           int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int nt) {
+    (void)nt; tile_scalar_u16(s, sA, d, rows, bs, nav, naw, nbv, nbw);
+}
+static inline void tile_t4(const uint32_t* s, int64_t sA, uint32_t* d, const rows_t* rows, int64_t bs,
+                           int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int nt) {
+#if REORDER_X86
+    if (!reorder_simd_disabled && reorder_have_avx512()) {
+        tile_avx512_u32(s, sA, d, rows, bs, nav, naw, nbv, nbw, nt);
+        return;
+    }
+#endif
+    (void)nt; tile_scalar_u32(s, sA, d, rows, bs, nav, naw, nbv, nbw);
+}
+static inline void tile_t8(const uint64_t* s, int64_t sA, uint64_t* d, const rows_t* rows, int64_t bs,
+                           int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int nt) {
+    (void)nt; tile_scalar_u64(s, sA, d, rows, bs, nav, naw, nbv, nbw);
+}
+
+static inline void copy_bytes(void* d, const void* s, int64_t nbytes, int nt) {
+#if REORDER_X86
+    if (nt && !reorder_simd_disabled && reorder_have_avx512()) {
+        copy_nt_avx512(d, s, nbytes);
+        return;
+    }
+#endif
+    (void)nt; memcpy(d, s, (size_t)nbytes);
+}
+
+static const char* reorder_simd_name(void) {
+    if (reorder_simd_disabled) return "portable C (SIMD disabled)";
+    return reorder_have_avx512() ? "avx512f" : "portable C";
+}
+#endif

@@ -171,32 +171,42 @@ cdef void _transpose(const word_t* src, word_t* dst, const NodeList* p, const Ti
         _transpose_items(src, dst, p, B, items * t // nchunks, items * (t + 1) // nchunks, nt)
 
 
-def transpose(uintptr_t src, uintptr_t dst, int itemsize, const int64_t[:, ::1] nodes,
-              const int64_t[:, ::1] checked, const int64_t[::1] b, int nthreads, bint nt):
-    """Run the tile-transpose kernel.
+cdef class Transpose:
+    """Tile-transpose kernel, prepared once per plan.
 
     nodes    -- outer nodes, then A (dst stride 1) last                         # IN
     checked  -- rows (dim, logical size, dst padded size)                       # IN
     b        -- B as (extent, weight, logical size, dst padded size, dim or -1, slice length,
                 nlo, dlo, dhi): row b of B is at dst (b // nlo) * dhi + (b % nlo) * dlo,
                 or b * dlo when nlo is 0; weight/dim belong to the checked node    # IN
+    nt       -- stream (non-temporal) stores                                    # IN
     """
     cdef NodeList p
     cdef TileB B
-    fill_nodes(&p, nodes, checked)
-    if p.ds[p.n - 1] != 1 or b.shape[0] != 9 or b[5] < 1 or b[6] < 0 or (b[6] and b[5] % b[6]):
-        raise ValueError("transpose needs A (dst stride 1) last and B as 9 numbers")
-    B.n, B.w, B.valid, B.alloc, B.dim, B.slice = b[0], b[1], b[2], b[3], <int>b[4], b[5]
-    B.rows.nlo, B.rows.dlo, B.rows.dhi = b[6], b[7], b[8]
-    with nogil:
-        if itemsize == 1:
-            _transpose(<const uint8_t*>src, <uint8_t*>dst, &p, &B, nthreads, nt)
-        elif itemsize == 2:
-            _transpose(<const uint16_t*>src, <uint16_t*>dst, &p, &B, nthreads, nt)
-        elif itemsize == 4:
-            _transpose(<const uint32_t*>src, <uint32_t*>dst, &p, &B, nthreads, nt)
-        elif itemsize == 8:
-            _transpose(<const uint64_t*>src, <uint64_t*>dst, &p, &B, nthreads, nt)
+    cdef int itemsize, nt
+
+    def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
+                 const int64_t[::1] b, bint nt):
+        _check_itemsize(itemsize)
+        fill_nodes(&self.p, nodes, checked)
+        if self.p.ds[self.p.n - 1] != 1 or b.shape[0] != 9 or b[5] < 1 or b[6] < 0 \
+                or (b[6] and b[5] % b[6]):
+            raise ValueError("transpose needs A (dst stride 1) last and B as 9 numbers")
+        self.B.n, self.B.w, self.B.valid, self.B.alloc = b[0], b[1], b[2], b[3]
+        self.B.dim, self.B.slice = <int>b[4], b[5]
+        self.B.rows.nlo, self.B.rows.dlo, self.B.rows.dhi = b[6], b[7], b[8]
+        self.itemsize, self.nt = itemsize, nt
+
+    def run(self, uintptr_t src, uintptr_t dst, int nthreads):
+        with nogil:
+            if self.itemsize == 1:
+                _transpose(<const uint8_t*>src, <uint8_t*>dst, &self.p, &self.B, nthreads, self.nt)
+            elif self.itemsize == 2:
+                _transpose(<const uint16_t*>src, <uint16_t*>dst, &self.p, &self.B, nthreads, self.nt)
+            elif self.itemsize == 4:
+                _transpose(<const uint32_t*>src, <uint32_t*>dst, &self.p, &self.B, nthreads, self.nt)
+            else:
+                _transpose(<const uint64_t*>src, <uint64_t*>dst, &self.p, &self.B, nthreads, self.nt)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,47 +231,64 @@ cdef void _copy_items(const char* src, char* dst, const NodeList* p, int64_t siz
         reorder_sfence()
 
 
-def copy(uintptr_t src, uintptr_t dst, int itemsize, const int64_t[:, ::1] nodes,
-         int64_t piece, int nthreads, bint nt):
-    """Copy contiguous runs: nodes as for `generic`, the last one with strides 1."""
+cdef class Copy:
+    """Block-copy kernel, prepared once per plan: nodes as for Generic, the last one with
+    strides 1 on both sides; runs are cut into pieces of `piece` elements."""
     cdef NodeList p
-    cdef int64_t items
-    cdef int t, nchunks
-    cdef int64_t[:, ::1] nochecks = np.zeros((0, 3), dtype=np.int64)
-    fill_nodes(&p, nodes, nochecks)
-    if p.ss[p.n - 1] != 1 or p.ds[p.n - 1] != 1 or piece < 1:
-        raise ValueError("copy needs a contiguous innermost node")
-    items = outer_count(&p) * ((p.ext[p.n - 1] + piece - 1) // piece)
-    if items == 0:
-        return
-    nchunks = nthreads if items >= nthreads else <int>items
-    with nogil:
-        if nchunks <= 1:
-            _copy_items(<const char*>src, <char*>dst, &p, itemsize, piece, 0, items, nt)
-        else:
-            for t in prange(nchunks, num_threads=nchunks, schedule="static"):
-                _copy_items(<const char*>src, <char*>dst, &p, itemsize, piece, items * t // nchunks,
-                            items * (t + 1) // nchunks, nt)
+    cdef int itemsize, nt
+    cdef int64_t piece
+
+    def __init__(self, int itemsize, const int64_t[:, ::1] nodes, int64_t piece, bint nt):
+        _check_itemsize(itemsize)
+        fill_nodes(&self.p, nodes, np.zeros((0, 3), dtype=np.int64))
+        if self.p.ss[self.p.n - 1] != 1 or self.p.ds[self.p.n - 1] != 1 or piece < 1:
+            raise ValueError("copy needs a contiguous innermost node")
+        self.itemsize, self.piece, self.nt = itemsize, piece, nt
+
+    def run(self, uintptr_t src, uintptr_t dst, int nthreads):
+        cdef int64_t items = outer_count(&self.p) * ((self.p.ext[self.p.n - 1] + self.piece - 1)
+                                                     // self.piece)
+        cdef int t, nchunks = nthreads if items >= nthreads else <int>items
+        if items == 0:
+            return
+        with nogil:
+            if nchunks <= 1:
+                _copy_items(<const char*>src, <char*>dst, &self.p, self.itemsize, self.piece, 0,
+                            items, self.nt)
+            else:
+                for t in prange(nchunks, num_threads=nchunks, schedule="static"):
+                    _copy_items(<const char*>src, <char*>dst, &self.p, self.itemsize, self.piece,
+                                items * t // nchunks, items * (t + 1) // nchunks, self.nt)
 
 
-def generic(uintptr_t src, uintptr_t dst, int itemsize, const int64_t[:, ::1] nodes,
-            const int64_t[:, ::1] checked, int nthreads):
-    """Run the generic kernel.
+cdef class Generic:
+    """Generic kernel, prepared once per plan.
 
-    src, dst  -- addresses of logical element (0, ..., 0) of each side          # IN / OUT
     nodes     -- rows (extent, src stride, dst stride, dim or -1, weight)        # IN
     checked   -- rows (dim, logical size, dst padded size) for padded dims       # IN
     """
     cdef NodeList p
-    fill_nodes(&p, nodes, checked)
-    with nogil:
-        if itemsize == 1:
-            _generic(<const uint8_t*>src, <uint8_t*>dst, &p, nthreads)
-        elif itemsize == 2:
-            _generic(<const uint16_t*>src, <uint16_t*>dst, &p, nthreads)
-        elif itemsize == 4:
-            _generic(<const uint32_t*>src, <uint32_t*>dst, &p, nthreads)
-        elif itemsize == 8:
-            _generic(<const uint64_t*>src, <uint64_t*>dst, &p, nthreads)
+    cdef int itemsize
+
+    def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked):
+        _check_itemsize(itemsize)
+        fill_nodes(&self.p, nodes, checked)
+        self.itemsize = itemsize
+
+    def run(self, uintptr_t src, uintptr_t dst, int nthreads):
+        """src, dst: addresses of logical element (0, ..., 0) of each side."""
+        with nogil:
+            if self.itemsize == 1:
+                _generic(<const uint8_t*>src, <uint8_t*>dst, &self.p, nthreads)
+            elif self.itemsize == 2:
+                _generic(<const uint16_t*>src, <uint16_t*>dst, &self.p, nthreads)
+            elif self.itemsize == 4:
+                _generic(<const uint32_t*>src, <uint32_t*>dst, &self.p, nthreads)
+            else:
+                _generic(<const uint64_t*>src, <uint64_t*>dst, &self.p, nthreads)
+
+
+cdef int _check_itemsize(int itemsize) except -1:
     if itemsize not in (1, 2, 4, 8):
         raise ValueError(f"element size {itemsize} is not 1, 2, 4 or 8")
+    return 0

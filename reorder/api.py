@@ -89,10 +89,38 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None):
     (2, 2, 5, 5, 16)
     """
     arr = as_array(x)
+    if isinstance(src, str) and isinstance(dst, str) and src_dtype is None:
+        # the common call: skip rebuilding descriptors when the array looks the same
+        key = (arr.shape, arr.strides, arr.dtype, src, dst, None if dims is None else tuple(dims))
+        p = _plan_by_key(key)
+        if p is None:
+            sdesc, arr = _src_desc(arr, src, dims, _dtype_for(arr, None))
+            p = cached_plan(sdesc, _dst_desc(sdesc, dst))
+            _remember(key, p)
+        return p(arr, out=out, threads=threads)
     sdesc, arr = _src_desc(arr, src, dims, _dtype_for(arr, src_dtype))
-    ddesc = _dst_desc(sdesc, dst)
-    p = cached_plan(sdesc, ddesc)
+    p = cached_plan(sdesc, _dst_desc(sdesc, dst))
     return p(arr, out=out, threads=threads)
+
+
+_BY_KEY = {}
+_BY_KEY_MAX = 256
+
+
+def _plan_by_key(key):
+    try:
+        return _BY_KEY.get(key)
+    except TypeError:       # unhashable dims
+        return None
+
+
+def _remember(key, p):
+    if len(_BY_KEY) >= _BY_KEY_MAX:
+        _BY_KEY.pop(next(iter(_BY_KEY)), None)
+    try:
+        _BY_KEY[key] = p
+    except TypeError:
+        pass
 
 
 def plan(src, dst, *, dims=None, src_dtype="f32", threads=None):

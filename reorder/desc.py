@@ -314,7 +314,8 @@ class Desc:
         if abc is None:
             layout = f"strides={self.strides}" + (f", offset0={self.offset0}" if self.offset0 else "")
         else:
-            alias = parse_tag(abc).alias if self.tag is None else self.tag.spelling
+            own = self.tag is not None and self.tag.abc == abc
+            alias = self.tag.spelling if own else parse_tag(abc).alias
             layout = abc if alias == abc else f"{alias} = {abc}"
         padded = "" if self.padded_dims == self.dims else f", padded {_fmt(self.padded_dims)}"
         return f"Desc({_fmt(self.dims)}, {layout}, {self.dtype.name}{padded}, {_bytes(self.nbytes)})"

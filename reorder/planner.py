@@ -122,11 +122,17 @@ class Kernel:
         raise NotImplementedError
 
     def prepare(self, prob):
-        """Anything the kernel needs precomputed once per plan (arrays of nodes, ...)."""
-        return None
-
-    def run(self, prob, prepared, src_addr, dst_addr, nthreads):
+        """The kernel's runner for this problem, built once per plan: an object with
+        run(src_addr, dst_addr, nthreads)."""
         raise NotImplementedError
+
+
+def _node_array(nodes):
+    return np.array(nodes, dtype=np.int64).reshape(-1, 5)
+
+
+def _checked_array(prob):
+    return np.array(prob.checked, dtype=np.int64).reshape(-1, 3)
 
 
 class GenericKernel(Kernel):
@@ -137,13 +143,7 @@ class GenericKernel(Kernel):
         return True
 
     def prepare(self, prob):
-        nodes = np.array(prob.nodes, dtype=np.int64).reshape(-1, 5)
-        checked = np.array(prob.checked, dtype=np.int64).reshape(-1, 3)
-        return nodes, checked
-
-    def run(self, prob, prepared, src_addr, dst_addr, nthreads):
-        nodes, checked = prepared
-        _kernels.generic(src_addr, dst_addr, prob.itemsize, nodes, checked, nthreads)
+        return _kernels.Generic(prob.itemsize, _node_array(prob.nodes), _checked_array(prob))
 
 
 def _nt_stores(prob):
@@ -165,15 +165,11 @@ class CopyKernel(Kernel):
         return last is not None and last.ss == 1 and last.ds == 1 and not prob.checked
 
     def prepare(self, prob):
-        nodes = np.array(prob.nodes, dtype=np.int64).reshape(-1, 5)
+        nodes = _node_array(prob.nodes)
         run = prob.nodes[-1].extent
         # pieces of ~1 MiB (whole runs when runs are short), so a single run splits too
         piece = max(1, min(run, (1 << 20) // prob.itemsize))
-        return nodes, piece, _nt_stores(prob)
-
-    def run(self, prob, prepared, src_addr, dst_addr, nthreads):
-        nodes, piece, nt = prepared
-        _kernels.copy(src_addr, dst_addr, prob.itemsize, nodes, piece, nthreads, nt)
+        return _kernels.Copy(prob.itemsize, nodes, piece, _nt_stores(prob))
 
 
 class TransposeKernel(Kernel):
@@ -212,7 +208,7 @@ class TransposeKernel(Kernel):
         b = prob.nodes[ib]
         c = prob.nodes[ic] if ic is not None else None
         rest = [nd for i, nd in enumerate(prob.nodes) if i not in (ib, ic)]
-        nodes = np.array(rest, dtype=np.int64).reshape(-1, 5)
+        nodes = _node_array(rest)
         n = b.extent * (c.extent if c else 1)
         step = math.lcm(16, b.extent) if c else 16      # slices keep whole inner rows
         outer = math.prod(nd.extent for nd in rest[:-1])
@@ -224,12 +220,7 @@ class TransposeKernel(Kernel):
         rows = (b.extent, b.ds, c.ds) if c else (0, b.ds, 0)
         bvec = np.array([n, checked_node.weight, valid, alloc, checked_node.dim, slice_, *rows],
                         dtype=np.int64)
-        checked = np.array(prob.checked, dtype=np.int64).reshape(-1, 3)
-        return nodes, checked, bvec, _nt_stores(prob)
-
-    def run(self, prob, prepared, src_addr, dst_addr, nthreads):
-        nodes, checked, bvec, nt = prepared
-        _kernels.transpose(src_addr, dst_addr, prob.itemsize, nodes, checked, bvec, nthreads, nt)
+        return _kernels.Transpose(prob.itemsize, nodes, _checked_array(prob), bvec, _nt_stores(prob))
 
 
 KERNELS = [CopyKernel(), TransposeKernel(), GenericKernel()]
@@ -256,10 +247,17 @@ class Plan:
             # each half nests trivially.
             self.via = Desc(src.dims, src.dtype)
             self.steps = (self._step(normalise(src, self.via)), self._step(normalise(self.via, dst)))
+        # everything a call needs, computed once
         self._in_shape = src.physical_shape
         self._in_strides = tuple(s * src.dtype.itemsize for s in src.physical_strides)
+        self._itemsize = src.dtype.itemsize
         self._out_shape = dst.physical_shape
         self._storage = dst.dtype.storage
+        self._out_dtypes = {np.dtype(dst.dtype.storage)} | (
+            {np.dtype(np.uint16)} if dst.dtype.name == "bf16" else set())
+        self._runners = tuple(runner for _, _, runner in self.steps)
+        self.moved_bytes = sum(p.moved_bytes for p, _, _ in self.steps)
+        self._small = self.moved_bytes < PARALLEL_MIN_BYTES
 
     @staticmethod
     def _step(prob):
@@ -277,38 +275,35 @@ class Plan:
     def kernel(self):
         return "+".join(k.name for _, k, _ in self.steps)
 
-    @property
-    def moved_bytes(self):
-        return sum(p.moved_bytes for p, _, _ in self.steps)
-
     def nthreads(self, threads=None):
+        """Threads a call would use: 1 for small tensors (no thread team is started)."""
         n = resolve(threads if threads is not None else self.threads)
-        return 1 if self.moved_bytes < PARALLEL_MIN_BYTES else n
+        return 1 if self._small else n
 
     def empty(self):
         """A zero-copy-friendly output: C-contiguous, dst's physical shape, 64-byte aligned."""
         return _aligned_empty(self._out_shape, self._storage)
 
     def __call__(self, x, out=None, threads=None):
-        if not isinstance(x, np.ndarray) or x.shape != self._in_shape or \
-                (x.strides != self._in_strides and x.size > 1) or x.dtype.itemsize != self.src.dtype.itemsize:
+        if not (type(x) is np.ndarray and x.shape == self._in_shape and x.dtype.itemsize == self._itemsize
+                and (x.strides == self._in_strides or x.size <= 1)):
             x = _bind_source(x, self.src)
         if out is None:
             out = self.empty()
-        else:
-            check_out(out, self.dst, x)
-        nthreads = self.nthreads(threads)
+        elif not (type(out) is np.ndarray and out.shape == self._out_shape and out.dtype in self._out_dtypes
+                  and out.flags.c_contiguous and out.flags.writeable
+                  and not np.may_share_memory(x, out)):
+            check_out(out, self.dst, x)     # raises with the reason (or finds no real overlap)
+        nthreads = self.nthreads(threads) if not self._small or threads is not None else 1
         src_addr = x.__array_interface__["data"][0]
         dst_addr = out.__array_interface__["data"][0]
         if self.via is None:
-            (prob, kernel, prepared), = self.steps
-            kernel.run(prob, prepared, src_addr, dst_addr, nthreads)
+            self._runners[0].run(src_addr, dst_addr, nthreads)
         else:
             tmp = _aligned_empty(self.via.physical_shape, self.via.dtype.storage)
             tmp_addr = tmp.__array_interface__["data"][0]
-            (p1, k1, r1), (p2, k2, r2) = self.steps
-            k1.run(p1, r1, src_addr, tmp_addr, nthreads)
-            k2.run(p2, r2, tmp_addr, dst_addr, nthreads)
+            self._runners[0].run(src_addr, tmp_addr, nthreads)
+            self._runners[1].run(tmp_addr, dst_addr, nthreads)
         return out
 
     def __repr__(self):

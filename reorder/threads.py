@@ -16,9 +16,13 @@ _global = None
 _forked = False     # GNU libgomp deadlocks when a forked child starts a thread team
 
 
+_cpus = None
+
+
 def _after_fork_in_child():
-    global _forked
+    global _forked, _cpus
     _forked = True
+    _cpus = None
 
 
 if hasattr(os, "register_at_fork"):
@@ -34,10 +38,14 @@ def _check(n, what):
 
 
 def usable_cpus():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+    """CPUs this process may run on (cgroup/affinity aware); cached, it is a system call."""
+    global _cpus
+    if _cpus is None:
+        try:
+            _cpus = len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover - not Linux
+            _cpus = os.cpu_count() or 1
+    return _cpus
 
 
 def set_num_threads(n):

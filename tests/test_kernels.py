@@ -1,0 +1,118 @@
+"""Each fast kernel is chosen where it should be and agrees with the independent reference,
+bit for bit, with SIMD on and off, streaming stores on and off, and for threads 1, 2 and 3."""
+import numpy as np
+import pytest
+
+import reorder as ro
+from reorder import _kernels, planner
+
+from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
+
+# (src tag, dst tag, dims, kernel the planner must pick)
+CASES = [
+    ("abcd", "aBcd16b", (2, 35, 7, 9), "transpose"),         # nchw -> nChw16c, padded C
+    ("abcd", "aBcd16b", (1, 3, 33, 5), "transpose"),          # C=3: one padded tile row group
+    ("abcd", "aBcd8b", (2, 17, 5, 19), "transpose"),
+    ("abcd", "acdb", (3, 37, 6, 7), "transpose"),             # nchw -> nhwc, C not a multiple of 16
+    ("acdb", "abcd", (2, 19, 5, 17), "transpose"),            # nhwc -> nchw
+    ("abcd", "ABcd16b16a", (35, 33, 3, 3), "transpose"),      # oihw -> OIhw16i16o, B = hw + i16
+    ("abcd", "ABcd16a16b", (17, 40, 1, 1), "generic"),        # i stays innermost: 16-long runs
+    ("abcd", "abcd", (4, 5, 6, 7), "copy"),
+    ("abcd", "bacd", (4, 5, 6, 7), "copy"),                   # inner h*w run stays contiguous
+    ("ab", "ba", (1000, 3), "generic"),                       # B too short for a tile
+    ("abcd", "aBcd4b", (2, 6, 3, 3), "transpose"),
+]
+
+
+def _to_plain_src(dims, tag, dtype, rng):
+    if np.dtype(dtype).kind == "f":
+        plain = rng.standard_normal(dims).astype(dtype)
+    else:
+        plain = rng.integers(-100, 100, dims).astype(dtype)
+    return ref_from_plain(plain, "abcd"[:len(dims)], tag) if tag != "abcd"[:len(dims)] else plain
+
+
+@pytest.fixture(params=[True, False], ids=["simd", "portable"])
+def simd(request):
+    _kernels.set_simd(request.param)
+    yield request.param
+    _kernels.set_simd(True)
+
+
+@pytest.fixture(params=[False, True], ids=["cached-stores", "streaming-stores"])
+def streaming(request, monkeypatch):
+    monkeypatch.setattr(planner, "NT_MIN_BYTES", 0 if request.param else 1 << 62)
+    planner.cached_plan.cache_clear()
+    yield request.param
+    planner.cached_plan.cache_clear()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.float64])
+@pytest.mark.parametrize("stag,dtag,dims,kernel", CASES)
+def test_kernel_matches_reference(simd, streaming, stag, dtag, dims, kernel, dtype):
+    rng = np.random.default_rng(1)
+    x = _to_plain_src(dims, stag, dtype, rng)
+    p = ro.plan(ro.Desc(dims, np.dtype(dtype).name, stag), ro.Desc(dims, np.dtype(dtype).name, dtag))
+    assert p.kernel == kernel, p.explain()
+    src_phys = ro.Desc(dims, np.dtype(dtype).name, stag).physical_shape
+    x = x.reshape(src_phys)
+    expected = ref_reorder(x.reshape(-1), dims, stag, dtag).reshape(ref_physical_shape(dims, dtag))
+    for threads in (1, 2, 3):
+        out = np.full(p.dst.physical_shape, 0x5A, dtype=np.uint8).view(x.dtype) \
+            if x.dtype.itemsize == 1 else np.full(p.dst.physical_shape, np.nan, dtype=x.dtype) \
+            if x.dtype.kind == "f" else np.full(p.dst.physical_shape, 0x5A, dtype=x.dtype)
+        p(x, out=out, threads=threads)
+        assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
+
+
+def test_large_tile_run_is_parallel_and_identical():
+    """A tensor big enough for a thread team: every thread count gives the same bytes."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 37, 60, 61)).astype(np.float32)
+    ref = ro.reorder(x, "nchw", "nChw16c", threads=1)
+    for t in (2, 3, 4):
+        assert np.array_equal(ro.reorder(x, "nchw", "nChw16c", threads=t).view(np.uint32),
+                              ref.view(np.uint32))
+    p = ro.plan(ro.Desc.of(x), ro.Desc(x.shape, "f32", "nChw16c"), threads=2)
+    assert p.nthreads() == (2 if _kernels.OPENMP else 1)
+
+
+def test_small_tensor_runs_on_one_thread():
+    p = ro.plan(ro.Desc((1, 16, 4, 4), "f32", "nchw"), ro.Desc((1, 16, 4, 4), "f32", "nChw16c"),
+                threads=2)
+    assert p.nthreads() == 1
+
+
+def test_incompatible_blockings_go_through_plain():
+    """48c against 32c does not nest; the plan goes through the plain layout, still exact."""
+    rng = np.random.default_rng(3)
+    dims = (2, 70, 3, 3)
+    x = rng.standard_normal(dims).astype(np.float32)
+    a = ro.reorder(x, "nchw", "aBcd48b")
+    p = ro.plan(ro.Desc(dims, "f32", "aBcd48b"), ro.Desc(dims, "f32", "aBcd32b"))
+    assert p.via is not None and "do not nest" in p.explain()
+    got = p(a)
+    assert np.array_equal(got, ro.reorder(x, "nchw", "aBcd32b"))
+
+
+def test_explain_names_kernel_and_nodes():
+    p = ro.plan(ro.Desc((8, 30, 56, 56), "f32", "nchw"), ro.Desc((8, 30, 56, 56), "f32", "nChw16c"))
+    text = p.explain()
+    assert "transpose" in text and "nodes" in text and "threads" in text
+    assert "30 valid, zeros up to 32" in text
+    assert repr(p).startswith("Plan(nchw -> nChw16c")
+
+
+def test_plan_is_cached_and_immutable():
+    a = ro.plan(ro.Desc((2, 3), "f32", "ab"), ro.Desc((2, 3), "f32", "ba"))
+    b = ro.plan(ro.Desc((2, 3), "f32", "ab"), ro.Desc((2, 3), "f32", "ba"))
+    assert a is b
+    with pytest.raises(AttributeError):
+        a.src = None
+
+
+def test_plan_empty_is_aligned():
+    p = ro.plan(ro.Desc((3, 5, 7, 7), "f32", "nchw"), ro.Desc((3, 5, 7, 7), "f32", "nChw8c"))
+    out = p.empty()
+    assert out.shape == p.dst.physical_shape and out.flags.c_contiguous
+    assert out.__array_interface__["data"][0] % 64 == 0

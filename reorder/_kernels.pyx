@@ -5,7 +5,7 @@ validated shapes, strides and buffer sizes in Python before any call.
 Pure moves are typed by element size (`word_t`), not meaning: f32 and s32 move as uint32,
 f16 and bf16 as uint16, s8 and u8 as uint8.
 
-The generic kernel walks a list of loop nodes (extent, src stride, dst stride), outermost
+The walker kernel walks a list of loop nodes (extent, src stride, dst stride), outermost
 first; the innermost node is the contiguous run. Nodes of a dim whose iteration space is
 padded also carry (dim, weight), so the kernel knows the logical coordinate of each run and
 writes zeros into the destination's padding (or skips positions beyond the destination's
@@ -76,41 +76,6 @@ cdef inline void _tile(const word_t* s, int64_t sA, word_t* d, const rows_t* row
         tile_t8(s, sA, d, rows, bs, nav, naw, nbv, nbw, nt)
 
 
-cdef void _generic_chunk(const word_t* src, word_t* dst, const NodeList* p,
-                         int64_t lo, int64_t hi) noexcept nogil:
-    cdef Walk w
-    cdef int last = p.n - 1
-    cdef int64_t it, j, nvalid, nwrite
-    cdef int64_t sI = p.ss[last], dI = p.ds[last]
-    walk_start(p, &w, lo)
-    for it in range(lo, hi):
-        walk_bounds(p, &w, &nvalid, &nwrite)
-        if sI == 1 and dI == 1:
-            memcpy(dst + w.do, src + w.so, nvalid * sizeof(word_t))
-            memset(dst + w.do + nvalid, 0, (nwrite - nvalid) * sizeof(word_t))
-        else:
-            for j in range(nvalid):
-                dst[w.do + j * dI] = src[w.so + j * sI]
-            for j in range(nvalid, nwrite):
-                dst[w.do + j * dI] = 0
-        walk_next(p, &w)
-
-
-cdef void _generic(const word_t* src, word_t* dst, const NodeList* p, int nthreads) noexcept nogil:
-    # Threads take contiguous ranges of outer iterations: a static split, so every thread
-    # streams through its own part of dst and results do not depend on the thread count.
-    cdef int64_t outer = outer_count(p)
-    cdef int t, nchunks
-    if outer == 0 or p.ext[p.n - 1] == 0:
-        return
-    nchunks = nthreads if outer >= nthreads else <int>outer
-    if nchunks <= 1:
-        _generic_chunk(src, dst, p, 0, outer)
-        return
-    for t in prange(nchunks, num_threads=nchunks, schedule="static"):
-        _generic_chunk(src, dst, p, outer * t // nchunks, outer * (t + 1) // nchunks)
-
-
 # ---------------------------------------------------------------------------------------------
 # transpose: the innermost node A is dst-contiguous, another node B is src-contiguous
 # (nchw -> nChw16c: A = c16, B = h*w; nChw16c -> nchw: A = h*w, B = c16; nchw -> nhwc:
@@ -128,32 +93,34 @@ cdef void _transpose_items(const word_t* src, word_t* dst, const NodeList* p, co
                            int64_t lo, int64_t hi, int nt) noexcept nogil:
     cdef Walk w
     cdef int64_t nslices = (B.n + B.slice - 1) // B.slice
-    cdef int64_t outer = lo // nslices, item, b0, b1, nav, naw, nbv, nbw, base
+    cdef int64_t item, sl = lo % nslices, b0, b1, nav, naw, nbv, nbw, base
     cdef int last = p.n - 1
-    walk_start(p, &w, outer)
-    for item in range(lo, hi):
-        if item // nslices != outer:
-            walk_next(p, &w)
-            outer += 1
-        walk_bounds(p, &w, &nav, &naw)
-        if naw == 0:
-            continue
-        b0 = (item % nslices) * B.slice
-        b1 = b0 + B.slice if b0 + B.slice < B.n else B.n
-        nbw = b1 - b0
-        nbv = nbw
-        if B.dim >= 0:
-            # B's checked node is its only node, or its outer one when B spans two
-            if B.rows.nlo == 0:
-                base = w.coord[B.dim] + b0 * B.w
-                nbw = count_below(B.alloc, base, B.w, nbw)
-                nbv = count_below(B.valid, base, B.w, nbw)
-            else:   # slices start on outer-node boundaries (slice is a multiple of nlo)
-                base = w.coord[B.dim] + (b0 // B.rows.nlo) * B.w
-                nbw = count_below(B.alloc, base, B.w, nbw // B.rows.nlo) * B.rows.nlo
-                nbv = count_below(B.valid, base, B.w, nbw // B.rows.nlo) * B.rows.nlo
-        if nbw > 0:
-            _tile(src + w.so + b0, p.ss[last], dst + w.do, &B.rows, b0, nav, naw, nbv, nbw, nt)
+    walk_start(p, &w, lo // nslices)
+    walk_bounds(p, &w, &nav, &naw)
+    for item in range(lo, hi):      # item = outer * nslices + sl
+        if naw > 0:
+            b0 = sl * B.slice
+            b1 = b0 + B.slice if b0 + B.slice < B.n else B.n
+            nbw = b1 - b0
+            nbv = nbw
+            if B.dim >= 0:
+                # B's checked node is its only node, or its outer one when B spans two
+                if B.rows.nlo == 0:
+                    base = w.coord[B.dim] + b0 * B.w
+                    nbw = count_below(B.alloc, base, B.w, nbw)
+                    nbv = count_below(B.valid, base, B.w, nbw)
+                else:   # slices start on outer-node boundaries (slice is a multiple of nlo)
+                    base = w.coord[B.dim] + (b0 // B.rows.nlo) * B.w
+                    nbw = count_below(B.alloc, base, B.w, nbw // B.rows.nlo) * B.rows.nlo
+                    nbv = count_below(B.valid, base, B.w, nbw // B.rows.nlo) * B.rows.nlo
+            if nbw > 0:
+                _tile(src + w.so + b0, p.ss[last], dst + w.do, &B.rows, b0, nav, naw, nbv, nbw, nt)
+        sl += 1
+        if sl == nslices:
+            sl = 0
+            if item + 1 < hi:
+                walk_next(p, &w)
+                walk_bounds(p, &w, &nav, &naw)
     if nt:
         reorder_sfence()
 
@@ -210,82 +177,113 @@ cdef class Transpose:
 
 
 # ---------------------------------------------------------------------------------------------
-# direct copy: the innermost node is contiguous on both sides and nothing is padded; runs are
-# cut into equal byte ranges across threads (a single huge run is split too).
+# walk: the generic kernel, and the direct copy. Outer nodes are walked, an unchecked row node
+# (the one before the run) is looped directly, and the run is copied (memcpy or fixed-size
+# vector moves when contiguous on both sides, a strided loop otherwise) with its padding
+# zeroed. Work items are (outer position, slice of rows, piece of the run), so even a single
+# long run spreads over threads.
 
-cdef void _copy_items(const char* src, char* dst, const NodeList* p, int64_t size, int64_t piece,
+cdef struct Rows:
+    int64_t n, ss, ds, slice, piece
+
+
+cdef void _walk_items(const word_t* src, word_t* dst, const NodeList* p, const Rows* R,
                       int64_t lo, int64_t hi, int nt) noexcept nogil:
     cdef Walk w
     cdef int last = p.n - 1
-    cdef int64_t run = p.ext[last], npieces = (run + piece - 1) // piece
-    cdef int64_t outer = lo // npieces, item, k0, k1
-    walk_start(p, &w, outer)
+    cdef int64_t run = p.ext[last], sI = p.ss[last], dI = p.ds[last]
+    cdef int64_t nps = (run + R.piece - 1) // R.piece, nrs = (R.n + R.slice - 1) // R.slice
+    cdef int64_t item, ps, rs, r, r0, r1, k0, k1, v1, j, nvalid, nwrite
+    cdef const word_t* s
+    cdef word_t* d
+    # item = (outer * nrs + rs) * nps + ps; counters advance without divisions
+    ps = lo % nps
+    rs = (lo // nps) % nrs
+    walk_start(p, &w, lo // (nps * nrs))
+    walk_bounds(p, &w, &nvalid, &nwrite)
     for item in range(lo, hi):
-        if item // npieces != outer:
-            walk_next(p, &w)
-            outer += 1
-        k0 = (item % npieces) * piece
-        k1 = k0 + piece if k0 + piece < run else run
-        copy_bytes(dst + (w.do + k0) * size, src + (w.so + k0) * size, (k1 - k0) * size, nt)
+        k0 = ps * R.piece
+        k1 = k0 + R.piece if k0 + R.piece < nwrite else nwrite
+        if k0 < k1:
+            v1 = nvalid if nvalid < k1 else k1
+            if v1 < k0:
+                v1 = k0
+            r0 = rs * R.slice
+            r1 = r0 + R.slice if r0 + R.slice < R.n else R.n
+            for r in range(r0, r1):
+                s = src + w.so + r * R.ss
+                d = dst + w.do + r * R.ds
+                if sI == 1 and dI == 1:
+                    copy_bytes(d + k0, s + k0, (v1 - k0) * sizeof(word_t), nt)
+                    memset(d + v1, 0, (k1 - v1) * sizeof(word_t))
+                else:
+                    for j in range(k0, v1):
+                        d[j * dI] = s[j * sI]
+                    for j in range(v1, k1):
+                        d[j * dI] = 0
+        ps += 1
+        if ps == nps:
+            ps = 0
+            rs += 1
+            if rs == nrs:
+                rs = 0
+                if item + 1 < hi:
+                    walk_next(p, &w)
+                    walk_bounds(p, &w, &nvalid, &nwrite)
     if nt:
         reorder_sfence()
 
 
-cdef class Copy:
-    """Block-copy kernel, prepared once per plan: nodes as for Generic, the last one with
-    strides 1 on both sides; runs are cut into pieces of `piece` elements."""
-    cdef NodeList p
-    cdef int itemsize, nt
-    cdef int64_t piece
-
-    def __init__(self, int itemsize, const int64_t[:, ::1] nodes, int64_t piece, bint nt):
-        _check_itemsize(itemsize)
-        fill_nodes(&self.p, nodes, np.zeros((0, 3), dtype=np.int64))
-        if self.p.ss[self.p.n - 1] != 1 or self.p.ds[self.p.n - 1] != 1 or piece < 1:
-            raise ValueError("copy needs a contiguous innermost node")
-        self.itemsize, self.piece, self.nt = itemsize, piece, nt
-
-    def run(self, uintptr_t src, uintptr_t dst, int nthreads):
-        cdef int64_t items = outer_count(&self.p) * ((self.p.ext[self.p.n - 1] + self.piece - 1)
-                                                     // self.piece)
-        cdef int t, nchunks = nthreads if items >= nthreads else <int>items
-        if items == 0:
-            return
-        with nogil:
-            if nchunks <= 1:
-                _copy_items(<const char*>src, <char*>dst, &self.p, self.itemsize, self.piece, 0,
-                            items, self.nt)
-            else:
-                for t in prange(nchunks, num_threads=nchunks, schedule="static"):
-                    _copy_items(<const char*>src, <char*>dst, &self.p, self.itemsize, self.piece,
-                                items * t // nchunks, items * (t + 1) // nchunks, self.nt)
+cdef void _walk(const word_t* src, word_t* dst, const NodeList* p, const Rows* R, int nthreads,
+                int nt) noexcept nogil:
+    # A static split into contiguous ranges of work items: each thread streams through its
+    # own part of dst, and the bytes written do not depend on the thread count.
+    cdef int64_t items = outer_count(p) * ((R.n + R.slice - 1) // R.slice) \
+        * ((p.ext[p.n - 1] + R.piece - 1) // R.piece)
+    cdef int t, nchunks = nthreads if items >= nthreads else <int>items
+    if items == 0 or p.ext[p.n - 1] == 0:
+        return
+    if nchunks <= 1:
+        _walk_items(src, dst, p, R, 0, items, nt)
+        return
+    for t in prange(nchunks, num_threads=nchunks, schedule="static"):
+        _walk_items(src, dst, p, R, items * t // nchunks, items * (t + 1) // nchunks, nt)
 
 
-cdef class Generic:
-    """Generic kernel, prepared once per plan.
+cdef class Walker:
+    """The generic (and direct-copy) kernel, prepared once per plan.
 
-    nodes     -- rows (extent, src stride, dst stride, dim or -1, weight)        # IN
-    checked   -- rows (dim, logical size, dst padded size) for padded dims       # IN
+    nodes    -- outer nodes, then the run; rows (extent, src stride, dst stride, dim or -1,
+                weight)                                                          # IN
+    checked  -- rows (dim, logical size, dst padded size) for padded dims        # IN
+    rows     -- the row node looped inside a work item: (extent, src stride, dst stride,
+                rows per item, run elements per item)                            # IN
+    nt       -- stream (non-temporal) stores for contiguous runs                 # IN
     """
     cdef NodeList p
-    cdef int itemsize
+    cdef Rows R
+    cdef int itemsize, nt
 
-    def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked):
+    def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
+                 const int64_t[::1] rows, bint nt):
         _check_itemsize(itemsize)
         fill_nodes(&self.p, nodes, checked)
-        self.itemsize = itemsize
+        if rows.shape[0] != 5 or rows[0] < 1 or rows[3] < 1 or rows[4] < 1:
+            raise ValueError("rows must be (extent >= 1, src stride, dst stride, slice >= 1, piece >= 1)")
+        self.R.n, self.R.ss, self.R.ds, self.R.slice, self.R.piece = rows[0], rows[1], rows[2], rows[3], rows[4]
+        self.itemsize, self.nt = itemsize, nt
 
     def run(self, uintptr_t src, uintptr_t dst, int nthreads):
         """src, dst: addresses of logical element (0, ..., 0) of each side."""
         with nogil:
             if self.itemsize == 1:
-                _generic(<const uint8_t*>src, <uint8_t*>dst, &self.p, nthreads)
+                _walk(<const uint8_t*>src, <uint8_t*>dst, &self.p, &self.R, nthreads, self.nt)
             elif self.itemsize == 2:
-                _generic(<const uint16_t*>src, <uint16_t*>dst, &self.p, nthreads)
+                _walk(<const uint16_t*>src, <uint16_t*>dst, &self.p, &self.R, nthreads, self.nt)
             elif self.itemsize == 4:
-                _generic(<const uint32_t*>src, <uint32_t*>dst, &self.p, nthreads)
+                _walk(<const uint32_t*>src, <uint32_t*>dst, &self.p, &self.R, nthreads, self.nt)
             else:
-                _generic(<const uint64_t*>src, <uint64_t*>dst, &self.p, nthreads)
+                _walk(<const uint64_t*>src, <uint64_t*>dst, &self.p, &self.R, nthreads, self.nt)
 
 
 cdef int _check_itemsize(int itemsize) except -1:

@@ -52,6 +52,24 @@ cdef extern from "_simd.h" nogil:
     void tile_t4(const uint32_t*, int64_t, uint32_t*, const rows_t*, int64_t, int64_t, int64_t, int64_t, int64_t, int)
     void tile_t8(const uint64_t*, int64_t, uint64_t*, const rows_t*, int64_t, int64_t, int64_t, int64_t, int64_t, int)
     void copy_bytes(void*, const void*, int64_t, int)
+    ctypedef struct w16_t:
+        pass
+    ctypedef struct w32_t:
+        pass
+    ctypedef struct w64_t:
+        pass
+    void tile_wide(const char*, int64_t, char*, const rows_t*, int64_t, int64_t, int64_t, int64_t,
+                   int64_t, int, int)
+
+# Tile elements: the four word sizes, and 16/32/64-byte "wide" elements (whole short runs)
+ctypedef fused tile_t:
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+    w16_t
+    w32_t
+    w64_t
 
 
 def simd_name():
@@ -64,16 +82,18 @@ def set_simd(bint enabled):
     reorder_simd_disabled = 0 if enabled else 1
 
 
-cdef inline void _tile(const word_t* s, int64_t sA, word_t* d, const rows_t* rows, int64_t bs,
+cdef inline void _tile(const tile_t* s, int64_t sA, tile_t* d, const rows_t* rows, int64_t bs,
                        int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int nt) noexcept nogil:
-    if word_t is uint8_t:
+    if tile_t is uint8_t:
         tile_t1(s, sA, d, rows, bs, nav, naw, nbv, nbw, nt)
-    elif word_t is uint16_t:
+    elif tile_t is uint16_t:
         tile_t2(s, sA, d, rows, bs, nav, naw, nbv, nbw, nt)
-    elif word_t is uint32_t:
+    elif tile_t is uint32_t:
         tile_t4(s, sA, d, rows, bs, nav, naw, nbv, nbw, nt)
-    else:
+    elif tile_t is uint64_t:
         tile_t8(s, sA, d, rows, bs, nav, naw, nbv, nbw, nt)
+    else:
+        tile_wide(<const char*>s, sA, <char*>d, rows, bs, nav, naw, nbv, nbw, sizeof(tile_t), nt)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -89,7 +109,7 @@ cdef struct TileB:
     rows_t rows                 # dst offset of B row b
 
 
-cdef void _transpose_items(const word_t* src, word_t* dst, const NodeList* p, const TileB* B,
+cdef void _transpose_items(const tile_t* src, tile_t* dst, const NodeList* p, const TileB* B,
                            int64_t lo, int64_t hi, int nt) noexcept nogil:
     cdef Walk w
     cdef int64_t nslices = (B.n + B.slice - 1) // B.slice
@@ -125,7 +145,7 @@ cdef void _transpose_items(const word_t* src, word_t* dst, const NodeList* p, co
         reorder_sfence()
 
 
-cdef void _transpose(const word_t* src, word_t* dst, const NodeList* p, const TileB* B,
+cdef void _transpose(const tile_t* src, tile_t* dst, const NodeList* p, const TileB* B,
                      int nthreads, int nt) noexcept nogil:
     cdef int64_t items = outer_count(p) * ((B.n + B.slice - 1) // B.slice)
     cdef int t, nchunks = nthreads if items >= nthreads else <int>items
@@ -154,7 +174,8 @@ cdef class Transpose:
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
                  const int64_t[::1] b, bint nt):
-        _check_itemsize(itemsize)
+        if itemsize not in (1, 2, 4, 8, 16, 32, 64):
+            raise ValueError(f"tile element size {itemsize} is not 1, 2, 4, 8, 16, 32 or 64")
         fill_nodes(&self.p, nodes, checked)
         if self.p.ds[self.p.n - 1] != 1 or b.shape[0] != 9 or b[5] < 1 or b[6] < 0 \
                 or (b[6] and b[5] % b[6]):
@@ -172,8 +193,14 @@ cdef class Transpose:
                 _transpose(<const uint16_t*>src, <uint16_t*>dst, &self.p, &self.B, nthreads, self.nt)
             elif self.itemsize == 4:
                 _transpose(<const uint32_t*>src, <uint32_t*>dst, &self.p, &self.B, nthreads, self.nt)
-            else:
+            elif self.itemsize == 8:
                 _transpose(<const uint64_t*>src, <uint64_t*>dst, &self.p, &self.B, nthreads, self.nt)
+            elif self.itemsize == 16:
+                _transpose(<const w16_t*>src, <w16_t*>dst, &self.p, &self.B, nthreads, self.nt)
+            elif self.itemsize == 32:
+                _transpose(<const w32_t*>src, <w32_t*>dst, &self.p, &self.B, nthreads, self.nt)
+            else:
+                _transpose(<const w64_t*>src, <w64_t*>dst, &self.p, &self.B, nthreads, self.nt)
 
 
 # ---------------------------------------------------------------------------------------------

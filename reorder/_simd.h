@@ -43,9 +43,9 @@ static void NAME(const T* src, int64_t sA, T* dst, const rows_t* rows, int64_t b
                 if (b < nbv) {                                                            \
                     int64_t av = a1 < nav ? a1 : (nav > a0 ? nav : a0);                   \
                     for (int64_t a = a0; a < av; a++) d[a] = src[a * sA + b];             \
-                    for (int64_t a = av; a < a1; a++) d[a] = 0;                           \
+                    if (a1 > av) memset(d + av, 0, (size_t)(a1 - av) * sizeof(T));       \
                 } else {                                                                  \
-                    for (int64_t a = a0; a < a1; a++) d[a] = 0;                           \
+                    memset(d + a0, 0, (size_t)(a1 - a0) * sizeof(T));                     \
                 }                                                                         \
             }                                                                             \
         }                                                                                 \
@@ -55,6 +55,16 @@ REORDER_SCALAR_TILE(uint8_t, tile_scalar_u8)
 REORDER_SCALAR_TILE(uint16_t, tile_scalar_u16)
 REORDER_SCALAR_TILE(uint32_t, tile_scalar_u32)
 REORDER_SCALAR_TILE(uint64_t, tile_scalar_u64)
+
+/* Wide elements: a short run contiguous on both sides (a 16-float block row, an RGBA pixel)
+ * moves as one unit, so nhwc -> nChw16c is a transpose of 64-byte elements. */
+/* packed: the runs are only as aligned as their element type */
+typedef struct __attribute__((packed)) { uint64_t w[2]; } w16_t;
+typedef struct __attribute__((packed)) { uint64_t w[4]; } w32_t;
+typedef struct __attribute__((packed)) { uint64_t w[8]; } w64_t;
+REORDER_SCALAR_TILE(w16_t, tile_scalar_w16)
+REORDER_SCALAR_TILE(w32_t, tile_scalar_w32)
+REORDER_SCALAR_TILE(w64_t, tile_scalar_w64)
 
 #if REORDER_X86
 /* ---- AVX-512: 16x16 f32 register transposes ----------------------------------------- */
@@ -164,6 +174,49 @@ static inline void reorder_sfence(void) {}
 
 /* ---- dispatch -------------------------------------------------------------------------- */
 static int reorder_simd_disabled = 0;   /* set from Python to test the portable path */
+
+#if REORDER_X86
+/* 64-byte elements are whole cache lines: stream them when asked (full tiles only). */
+__attribute__((target("avx512f")))
+static void tile_nt_w64(const char* src, int64_t sA, char* dst, const rows_t* rows, int64_t bs,
+                        int64_t nav, int64_t naw, int64_t nbv, int64_t nbw) {
+    for (int64_t b0 = 0; b0 < nbw; b0 += TILE) {
+        int64_t b1 = b0 + TILE < nbw ? b0 + TILE : nbw;
+        for (int64_t a0 = 0; a0 < naw; a0 += TILE) {
+            int64_t a1 = a0 + TILE < naw ? a0 + TILE : naw;
+            for (int64_t b = b0; b < b1; b++) {
+                char* d = dst + row_off(rows, bs + b) * 64;
+                for (int64_t a = a0; a < a1; a++) {
+                    __m512 v = (b < nbv && a < nav) ? _mm512_loadu_ps(src + (a * sA + b) * 64)
+                                                    : _mm512_setzero_ps();
+                    if (((uintptr_t)(d + a * 64) & 63) == 0)
+                        _mm512_stream_ps((float*)(d + a * 64), v);
+                    else
+                        _mm512_storeu_ps((float*)(d + a * 64), v);
+                }
+            }
+        }
+    }
+}
+#endif
+
+static inline void tile_wide(const char* s, int64_t sA, char* d, const rows_t* rows, int64_t bs,
+                             int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int size, int nt) {
+#if REORDER_X86
+    if (size == 64 && nt && !reorder_simd_disabled && reorder_have_avx512()) {
+        tile_nt_w64(s, sA, d, rows, bs, nav, naw, nbv, nbw);
+        return;
+    }
+#endif
+    (void)nt;
+    if (size == 16)
+        tile_scalar_w16((const w16_t*)s, sA, (w16_t*)d, rows, bs, nav, naw, nbv, nbw);
+    else if (size == 32)
+        tile_scalar_w32((const w32_t*)s, sA, (w32_t*)d, rows, bs, nav, naw, nbv, nbw);
+    else
+        tile_scalar_w64((const w64_t*)s, sA, (w64_t*)d, rows, bs, nav, naw, nbv, nbw);
+}
+
 
 static inline void tile_t1(const uint8_t* s, int64_t sA, uint8_t* d, const rows_t* rows, int64_t bs,
                            int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int nt) {

@@ -47,7 +47,7 @@ class Problem:
     dst: Desc
     nodes: tuple                 # of Node, outermost first
     checked: tuple               # of (dim, logical size, dst padded size)
-    itemsize: int
+    itemsize: int                # bytes per element the kernel moves (a whole run when widened)
     attrs: object = None         # conversion attributes (reorder.quantize.Attrs), or None
     qstrides: tuple = ()         # with attrs: per node (scale index stride, comp index stride)
 
@@ -56,6 +56,22 @@ class Problem:
         """src bytes read + dst bytes written (padding included on dst)."""
         logical = math.prod(self.src.dims)
         return logical * self.src.dtype.itemsize + self.dst.nelems * self.dst.dtype.itemsize
+
+
+def widen(prob):
+    """A short run contiguous on both sides and unpadded (a 16-float block row, an RGBA
+    pixel) moves as one 16/32/64-byte element: nhwc -> nChw16c becomes a transpose of
+    64-byte elements. Returns the widened problem, or None."""
+    last = prob.nodes[-1]
+    k = last.extent
+    if prob.attrs is not None or len(prob.nodes) < 3 or last.ss != 1 or last.ds != 1 \
+            or last.dim >= 0 or k * prob.itemsize not in (16, 32, 64):
+        return None
+    rest = prob.nodes[:-1]
+    if any(nd.ss % k or nd.ds % k for nd in rest):
+        return None
+    nodes = tuple(nd._replace(ss=nd.ss // k, ds=nd.ds // k) for nd in rest)
+    return Problem(prob.src, prob.dst, nodes, prob.checked, k * prob.itemsize)
 
 
 class _Incompatible(Exception):
@@ -148,7 +164,7 @@ def _checked_array(prob):
 def _nt_stores(prob):
     """Non-temporal stores pay once the output no longer fits in cache; in cache they lose
     (measured: benchmarks/, and docs/kernels.md)."""
-    return prob.dst.nelems * prob.itemsize >= NT_MIN_BYTES
+    return prob.dst.nelems * prob.dst.dtype.itemsize >= NT_MIN_BYTES
 
 
 def _round_up(n, m):
@@ -260,7 +276,8 @@ class GenericKernel(Kernel):
         return _walker(prob, False)
 
 
-KERNELS = [CopyKernel(), TransposeKernel(), GenericKernel()]
+TRANSPOSE = TransposeKernel()
+KERNELS = [CopyKernel(), TRANSPOSE, GenericKernel()]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -301,6 +318,9 @@ class Plan:
 
     @staticmethod
     def _step(prob):
+        wide = widen(prob)
+        if wide is not None and TRANSPOSE.is_usable_for(wide):
+            prob = wide
         for k in KERNELS:
             if k.is_usable_for(prob):
                 return prob, k, k.prepare(prob)
@@ -360,6 +380,9 @@ class Plan:
             lines.append(f"  the blockings do not nest, so the data goes through {self.via!r}")
         for prob, kernel, _ in self.steps:
             lines.append(f"  kernel {kernel.name}: {kernel.why}")
+            if prob.itemsize != prob.src.dtype.itemsize:
+                lines.append(f"  runs of {prob.itemsize} B are contiguous on both sides and move "
+                             f"as single elements (strides below count them)")
             if prob.attrs is not None:
                 lines.append(f"  conversion: {prob.attrs.describe(prob.src, prob.dst)}")
             lines.append("  nodes, outermost first (extent, src stride, dst stride [, dim/weight]):")

@@ -70,7 +70,7 @@ def test_kernel_matches_reference(simd, streaming, stag, dtag, dims, kernel, dty
 
 
 def test_block_rows_move_as_wide_elements():
-    p = ro.plan(ro.Desc((2, 32, 5, 7), "f32", "nhwc"), ro.Desc((2, 32, 5, 7), "f32", "nChw16c"))
+    p = ro.plan(ro.Desc((2, 64, 5, 7), "f32", "nhwc"), ro.Desc((2, 64, 5, 7), "f32", "nChw16c"))
     assert p.kernel == "transpose" and "64 B" in p.explain()
     padded = ro.plan(ro.Desc((2, 30, 5, 7), "f32", "nhwc"), ro.Desc((2, 30, 5, 7), "f32", "nChw16c"))
     assert "64 B" not in padded.explain()       # a padded run cannot move as a unit

@@ -95,95 +95,56 @@ static inline void tr16x16(__m512 r[16]) {
     }
 }
 
-/* The common case, a full 16x16 tile with single-stride rows: straight-line code. */
-__attribute__((target("avx512f")))
-static inline void tile16_full(const uint32_t* s, int64_t sA, uint32_t* d, int64_t dB,
-                               int nvalid, int nt) {
-    __m512 r[16];
-    for (int i = 0; i < 16; i++)
-        r[i] = i < nvalid ? _mm512_loadu_ps(s + i * sA) : _mm512_setzero_ps();
-    tr16x16(r);
-    if (nt)
-        for (int j = 0; j < 16; j++) _mm512_stream_ps((float*)(d + j * dB), r[j]);
-    else
-        for (int j = 0; j < 16; j++) _mm512_storeu_ps((float*)(d + j * dB), r[j]);
-}
-
+/* Full 16x16 tiles run straight-line: A blocks outermost (each streams through B, keeping
+ * 16 read streams), the 16 dst row offsets of a B block computed with one division, missing
+ * A rows loaded as zero vectors (padding). Ragged edges take the masked path below. */
 __attribute__((target("avx512f")))
 static void tile_avx512_u32(const uint32_t* src, int64_t sA, uint32_t* dst, const rows_t* rows,
                             int64_t bs, int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int nt) {
     __m512 r[16];
-    if (rows->nlo == 0) {
-        /* streaming needs every row start 64-byte aligned: dst, a0 steps and dB all align */
-        int nt_ok = nt && ((uintptr_t)dst & 63) == 0 && (rows->dlo * 4) % 64 == 0;
-        int64_t afull = naw & ~(int64_t)15, bfull = nbv < nbw ? nbv : nbw;
-        bfull &= ~(int64_t)15;
-        for (int64_t a0 = 0; a0 < afull; a0 += 16) {
-            int nv = nav - a0 >= 16 ? 16 : (nav - a0 > 0 ? (int)(nav - a0) : 0);
-            for (int64_t b0 = 0; b0 < bfull; b0 += 16)
-                tile16_full(src + a0 * sA + b0, sA, dst + (bs + b0) * rows->dlo + a0,
-                            rows->dlo, nv, nt_ok);
-        }
-        if (afull == naw && bfull == nbw)
-            return;
-        /* the ragged edges go through the general loop below, skipping what is done */
-        for (int64_t a0 = 0; a0 < naw; a0 += 16) {
-            int64_t na = naw - a0 < 16 ? naw - a0 : 16;
-            int64_t nv = nav - a0 < 0 ? 0 : (nav - a0 < na ? nav - a0 : na);
-            __mmask16 wmask = (__mmask16)((1u << na) - 1u);
-            int64_t bstart = a0 < afull ? bfull : 0;
-            for (int64_t b0 = bstart; b0 < nbw; b0 += 16) {
-                int64_t nb = nbw - b0 < 16 ? nbw - b0 : 16;
-                int64_t nbd = nbv - b0 < 0 ? 0 : (nbv - b0 < nb ? nbv - b0 : nb);
-                __mmask16 lmask = (__mmask16)((1u << nbd) - 1u);
-                const uint32_t* s = src + a0 * sA + b0;
-                for (int i = 0; i < 16; i++)
-                    r[i] = (i < nv) ? _mm512_maskz_loadu_ps(lmask, s + i * sA) : _mm512_setzero_ps();
-                tr16x16(r);
-                for (int64_t j = 0; j < nb; j++) {
-                    float* p = (float*)(dst + (bs + b0 + j) * rows->dlo + a0);
-                    if (na == 16)
-                        _mm512_storeu_ps(p, r[j]);
-                    else
-                        _mm512_mask_storeu_ps(p, wmask, r[j]);
+    int64_t off[16];
+    int64_t afull = naw & ~(int64_t)15;
+    int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)15;
+    int dst_aligned = ((uintptr_t)dst & 63) == 0;
+    for (int64_t a0 = 0; a0 < afull; a0 += 16) {
+        int64_t nv = nav - a0 >= 16 ? 16 : (nav - a0 > 0 ? nav - a0 : 0);
+        for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
+            int stream = nt && dst_aligned;
+            if (rows->nlo == 0) {
+                for (int j = 0; j < 16; j++) off[j] = (bs + b0 + j) * rows->dlo;
+                stream &= (rows->dlo & 15) == 0;
+            } else {
+                int64_t q = (bs + b0) / rows->nlo, m = (bs + b0) % rows->nlo;
+                for (int j = 0; j < 16; j++) {
+                    off[j] = q * rows->dhi + m * rows->dlo;
+                    stream &= (off[j] & 15) == 0;
+                    if (++m == rows->nlo) { m = 0; q++; }
                 }
             }
+            const uint32_t* s = src + a0 * sA + b0;
+            for (int i = 0; i < 16; i++)
+                r[i] = i < nv ? _mm512_loadu_ps(s + i * sA) : _mm512_setzero_ps();
+            tr16x16(r);
+            if (stream)
+                for (int j = 0; j < 16; j++) _mm512_stream_ps((float*)(dst + off[j] + a0), r[j]);
+            else
+                for (int j = 0; j < 16; j++) _mm512_storeu_ps((float*)(dst + off[j] + a0), r[j]);
         }
-        return;
     }
     for (int64_t a0 = 0; a0 < naw; a0 += 16) {
-        int64_t na = naw - a0 < 16 ? naw - a0 : 16;           /* rows this tile writes */
-        int64_t nv = nav - a0 < 0 ? 0 : (nav - a0 < na ? nav - a0 : na);  /* data rows */
+        int64_t na = naw - a0 < 16 ? naw - a0 : 16;
+        int64_t nv = nav - a0 < 0 ? 0 : (nav - a0 < na ? nav - a0 : na);
         __mmask16 wmask = (__mmask16)((1u << na) - 1u);
-        int full = na == 16;
-        for (int64_t b0 = 0; b0 < nbw; b0 += 16) {
+        for (int64_t b0 = a0 < afull ? bfull : 0; b0 < nbw; b0 += 16) {
             int64_t nb = nbw - b0 < 16 ? nbw - b0 : 16;
             int64_t nbd = nbv - b0 < 0 ? 0 : (nbv - b0 < nb ? nbv - b0 : nb);
             __mmask16 lmask = (__mmask16)((1u << nbd) - 1u);
             const uint32_t* s = src + a0 * sA + b0;
             for (int i = 0; i < 16; i++)
-                r[i] = (i < nv) ? (nbd == 16 ? _mm512_loadu_ps(s + i * sA)
-                                             : _mm512_maskz_loadu_ps(lmask, s + i * sA))
-                                : _mm512_setzero_ps();
+                r[i] = i < nv ? _mm512_maskz_loadu_ps(lmask, s + i * sA) : _mm512_setzero_ps();
             tr16x16(r);
-            /* dst row offsets advance incrementally: no division in the loop */
-            int64_t q = 0, m = 0, off;
-            if (rows->nlo) { q = (bs + b0) / rows->nlo; m = (bs + b0) % rows->nlo; }
-            for (int64_t j = 0; j < nb; j++) {
-                if (rows->nlo) {
-                    off = q * rows->dhi + m * rows->dlo;
-                    if (++m == rows->nlo) { m = 0; q++; }
-                } else {
-                    off = (bs + b0 + j) * rows->dlo;
-                }
-                float* p = (float*)(dst + off + a0);
-                if (full && nt && ((uintptr_t)p & 63) == 0)
-                    _mm512_stream_ps(p, r[j]);
-                else if (full)
-                    _mm512_storeu_ps(p, r[j]);
-                else
-                    _mm512_mask_storeu_ps(p, wmask, r[j]);
-            }
+            for (int64_t j = 0; j < nb; j++)
+                _mm512_mask_storeu_ps((float*)(dst + row_off(rows, bs + b0 + j) + a0), wmask, r[j]);
         }
     }
 }

@@ -179,9 +179,9 @@ def _walker(prob, nt):
     last = nodes[-1]
     # For short runs, loop the node that continues the run in src (nhwc -> nChw16c: the 16
     # channel blocks of one pixel), so reads stay sequential; otherwise the node just outside.
-    ir = next((i for i in range(len(nodes) - 1) if nodes[i].dim < 0 and last.ss != 0
-               and nodes[i].ss == last.extent * last.ss), None) \
-        if last.extent * prob.itemsize <= 256 else None
+    ir = next((i for i in range(len(nodes) - 1) if nodes[i].dim < 0
+               and nodes[i].ss == last.extent), None) \
+        if last.ss == 1 and last.extent * prob.itemsize <= 256 else None
     if ir is None and len(nodes) >= 3 and nodes[-2].dim < 0:
         ir = len(nodes) - 2
     if ir is not None and len(nodes) >= 2:

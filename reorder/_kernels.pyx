@@ -44,13 +44,15 @@ ctypedef fused word_t:
 cdef extern from "_simd.h" nogil:
     ctypedef struct rows_t:
         int64_t nlo, dlo, dhi
+    ctypedef struct arows_t:
+        int64_t nlo, slo, shi, nv_lo, nw_lo, nv_hi, nw_hi
     int reorder_simd_disabled
     const char* reorder_simd_name()
     void reorder_sfence()
-    void tile_t1(const uint8_t*, int64_t, uint8_t*, const rows_t*, int64_t, int64_t, int64_t, int64_t, int64_t, int)
-    void tile_t2(const uint16_t*, int64_t, uint16_t*, const rows_t*, int64_t, int64_t, int64_t, int64_t, int64_t, int)
-    void tile_t4(const uint32_t*, int64_t, uint32_t*, const rows_t*, int64_t, int64_t, int64_t, int64_t, int64_t, int)
-    void tile_t8(const uint64_t*, int64_t, uint64_t*, const rows_t*, int64_t, int64_t, int64_t, int64_t, int64_t, int)
+    void tile_t1(const uint8_t*, const arows_t*, int64_t, uint8_t*, const rows_t*, int64_t, int64_t, int64_t, int)
+    void tile_t2(const uint16_t*, const arows_t*, int64_t, uint16_t*, const rows_t*, int64_t, int64_t, int64_t, int)
+    void tile_t4(const uint32_t*, const arows_t*, int64_t, uint32_t*, const rows_t*, int64_t, int64_t, int64_t, int)
+    void tile_t8(const uint64_t*, const arows_t*, int64_t, uint64_t*, const rows_t*, int64_t, int64_t, int64_t, int)
     void copy_bytes(void*, const void*, int64_t, int)
     ctypedef struct w16_t:
         pass
@@ -58,7 +60,7 @@ cdef extern from "_simd.h" nogil:
         pass
     ctypedef struct w64_t:
         pass
-    void tile_wide(const char*, int64_t, char*, const rows_t*, int64_t, int64_t, int64_t, int64_t,
+    void tile_wide(const char*, const arows_t*, int64_t, char*, const rows_t*, int64_t, int64_t,
                    int64_t, int, int)
 
 # Tile elements: the four word sizes, and 16/32/64-byte "wide" elements (whole short runs)
@@ -82,26 +84,32 @@ def set_simd(bint enabled):
     reorder_simd_disabled = 0 if enabled else 1
 
 
-cdef inline void _tile(const tile_t* s, int64_t sA, tile_t* d, const rows_t* rows, int64_t bs,
-                       int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int nt) noexcept nogil:
+cdef inline void _tile(const tile_t* s, const arows_t* A, int64_t na, tile_t* d, const rows_t* rows,
+                       int64_t bs, int64_t nbv, int64_t nbw, int nt) noexcept nogil:
     if tile_t is uint8_t:
-        tile_t1(s, sA, d, rows, bs, nav, naw, nbv, nbw, nt)
+        tile_t1(s, A, na, d, rows, bs, nbv, nbw, nt)
     elif tile_t is uint16_t:
-        tile_t2(s, sA, d, rows, bs, nav, naw, nbv, nbw, nt)
+        tile_t2(s, A, na, d, rows, bs, nbv, nbw, nt)
     elif tile_t is uint32_t:
-        tile_t4(s, sA, d, rows, bs, nav, naw, nbv, nbw, nt)
+        tile_t4(s, A, na, d, rows, bs, nbv, nbw, nt)
     elif tile_t is uint64_t:
-        tile_t8(s, sA, d, rows, bs, nav, naw, nbv, nbw, nt)
+        tile_t8(s, A, na, d, rows, bs, nbv, nbw, nt)
     else:
-        tile_wide(<const char*>s, sA, <char*>d, rows, bs, nav, naw, nbv, nbw, sizeof(tile_t), nt)
+        tile_wide(<const char*>s, A, na, <char*>d, rows, bs, nbv, nbw, sizeof(tile_t), nt)
 
 
 # ---------------------------------------------------------------------------------------------
 # transpose: the innermost node A is dst-contiguous, another node B is src-contiguous
 # (nchw -> nChw16c: A = c16, B = h*w; nChw16c -> nchw: A = h*w, B = c16; nchw -> nhwc:
 # A = c, B = h*w). B may be two nodes that chain in src (oihw -> OIhw16i16o: B = hw then
-# i16, 144 contiguous floats). Each outer position moves an A x B tile with register
+# i16, 144 contiguous floats), and A two nodes that chain in dst (OIhw4i16o4i: A = i4 then
+# o16, 64 contiguous floats). Each outer position moves an A x B tile with register
 # transposes; the work items are (outer position, slice of B), split statically.
+
+cdef struct TileA:
+    int64_t n_hi, s_hi, w, valid, alloc
+    int dim                     # A's outer node's logical dim when bounds-checked, else -1
+    bint two                    # A spans two nodes (the walker's last node is its inner one)
 
 cdef struct TileB:
     int64_t n, w, valid, alloc, slice
@@ -109,16 +117,29 @@ cdef struct TileB:
     rows_t rows                 # dst offset of B row b
 
 
-cdef void _transpose_items(const tile_t* src, tile_t* dst, const NodeList* p, const TileB* B,
-                           int64_t lo, int64_t hi, int nt) noexcept nogil:
+cdef void _transpose_items(const tile_t* src, tile_t* dst, const NodeList* p, const TileA* TA,
+                           const TileB* B, int64_t lo, int64_t hi, int nt) noexcept nogil:
     cdef Walk w
+    cdef arows_t A
     cdef int64_t nslices = (B.n + B.slice - 1) // B.slice
-    cdef int64_t item, sl = lo % nslices, b0, b1, nav, naw, nbv, nbw, base
+    cdef int64_t item, sl = lo % nslices, b0, b1, nav, naw, nbv, nbw, base, na
     cdef int last = p.n - 1
+    A.slo = p.ss[last]
+    A.shi = TA.s_hi
+    A.nlo = p.ext[last] if TA.two else 0
     walk_start(p, &w, lo // nslices)
     walk_bounds(p, &w, &nav, &naw)
     for item in range(lo, hi):      # item = outer * nslices + sl
         if naw > 0:
+            A.nv_lo, A.nw_lo, A.nv_hi, A.nw_hi = nav, naw, 1, 1
+            na = naw
+            if TA.two:
+                na = p.ext[last] * TA.n_hi
+                A.nv_hi = TA.n_hi
+                A.nw_hi = TA.n_hi
+                if TA.dim >= 0:
+                    A.nw_hi = count_below(TA.alloc, w.coord[TA.dim], TA.w, TA.n_hi)
+                    A.nv_hi = count_below(TA.valid, w.coord[TA.dim], TA.w, A.nw_hi)
             b0 = sl * B.slice
             b1 = b0 + B.slice if b0 + B.slice < B.n else B.n
             nbw = b1 - b0
@@ -134,7 +155,7 @@ cdef void _transpose_items(const tile_t* src, tile_t* dst, const NodeList* p, co
                     nbw = count_below(B.alloc, base, B.w, nbw // B.rows.nlo) * B.rows.nlo
                     nbv = count_below(B.valid, base, B.w, nbw // B.rows.nlo) * B.rows.nlo
             if nbw > 0:
-                _tile(src + w.so + b0, p.ss[last], dst + w.do, &B.rows, b0, nav, naw, nbv, nbw, nt)
+                _tile(src + w.so + b0, &A, na, dst + w.do, &B.rows, b0, nbv, nbw, nt)
         sl += 1
         if sl == nslices:
             sl = 0
@@ -145,17 +166,17 @@ cdef void _transpose_items(const tile_t* src, tile_t* dst, const NodeList* p, co
         reorder_sfence()
 
 
-cdef void _transpose(const tile_t* src, tile_t* dst, const NodeList* p, const TileB* B,
-                     int nthreads, int nt) noexcept nogil:
+cdef void _transpose(const tile_t* src, tile_t* dst, const NodeList* p, const TileA* A,
+                     const TileB* B, int nthreads, int nt) noexcept nogil:
     cdef int64_t items = outer_count(p) * ((B.n + B.slice - 1) // B.slice)
     cdef int t, nchunks = nthreads if items >= nthreads else <int>items
     if items == 0:
         return
     if nchunks <= 1:
-        _transpose_items(src, dst, p, B, 0, items, nt)
+        _transpose_items(src, dst, p, A, B, 0, items, nt)
         return
     for t in prange(nchunks, num_threads=nchunks, schedule="static"):
-        _transpose_items(src, dst, p, B, items * t // nchunks, items * (t + 1) // nchunks, nt)
+        _transpose_items(src, dst, p, A, B, items * t // nchunks, items * (t + 1) // nchunks, nt)
 
 
 cdef class Transpose:
@@ -163,23 +184,30 @@ cdef class Transpose:
 
     nodes    -- outer nodes, then A (dst stride 1) last                         # IN
     checked  -- rows (dim, logical size, dst padded size)                       # IN
+    a        -- A's outer node when A spans two: (extent, src stride, weight, logical size,
+                dst padded size, dim or -1), or extent 0 when A is one node      # IN
     b        -- B as (extent, weight, logical size, dst padded size, dim or -1, slice length,
                 nlo, dlo, dhi): row b of B is at dst (b // nlo) * dhi + (b % nlo) * dlo,
                 or b * dlo when nlo is 0; weight/dim belong to the checked node    # IN
     nt       -- stream (non-temporal) stores                                    # IN
     """
     cdef NodeList p
+    cdef TileA A
     cdef TileB B
     cdef int itemsize, nt
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
-                 const int64_t[::1] b, bint nt):
+                 const int64_t[::1] a, const int64_t[::1] b, bint nt):
         if itemsize not in (1, 2, 4, 8, 16, 32, 64):
             raise ValueError(f"tile element size {itemsize} is not 1, 2, 4, 8, 16, 32 or 64")
         fill_nodes(&self.p, nodes, checked)
         if self.p.ds[self.p.n - 1] != 1 or b.shape[0] != 9 or b[5] < 1 or b[6] < 0 \
-                or (b[6] and b[5] % b[6]):
-            raise ValueError("transpose needs A (dst stride 1) last and B as 9 numbers")
+                or (b[6] and b[5] % b[6]) or a.shape[0] != 6 or a[0] < 0:
+            raise ValueError("transpose needs A (dst stride 1) last, A's outer node as 6 numbers "
+                             "and B as 9")
+        self.A.two = a[0] > 0
+        self.A.n_hi, self.A.s_hi, self.A.w, self.A.valid, self.A.alloc = a[0], a[1], a[2], a[3], a[4]
+        self.A.dim = <int>a[5]
         self.B.n, self.B.w, self.B.valid, self.B.alloc = b[0], b[1], b[2], b[3]
         self.B.dim, self.B.slice = <int>b[4], b[5]
         self.B.rows.nlo, self.B.rows.dlo, self.B.rows.dhi = b[6], b[7], b[8]
@@ -188,19 +216,19 @@ cdef class Transpose:
     def run(self, uintptr_t src, uintptr_t dst, int nthreads):
         with nogil:
             if self.itemsize == 1:
-                _transpose(<const uint8_t*>src, <uint8_t*>dst, &self.p, &self.B, nthreads, self.nt)
+                _transpose(<const uint8_t*>src, <uint8_t*>dst, &self.p, &self.A, &self.B, nthreads, self.nt)
             elif self.itemsize == 2:
-                _transpose(<const uint16_t*>src, <uint16_t*>dst, &self.p, &self.B, nthreads, self.nt)
+                _transpose(<const uint16_t*>src, <uint16_t*>dst, &self.p, &self.A, &self.B, nthreads, self.nt)
             elif self.itemsize == 4:
-                _transpose(<const uint32_t*>src, <uint32_t*>dst, &self.p, &self.B, nthreads, self.nt)
+                _transpose(<const uint32_t*>src, <uint32_t*>dst, &self.p, &self.A, &self.B, nthreads, self.nt)
             elif self.itemsize == 8:
-                _transpose(<const uint64_t*>src, <uint64_t*>dst, &self.p, &self.B, nthreads, self.nt)
+                _transpose(<const uint64_t*>src, <uint64_t*>dst, &self.p, &self.A, &self.B, nthreads, self.nt)
             elif self.itemsize == 16:
-                _transpose(<const w16_t*>src, <w16_t*>dst, &self.p, &self.B, nthreads, self.nt)
+                _transpose(<const w16_t*>src, <w16_t*>dst, &self.p, &self.A, &self.B, nthreads, self.nt)
             elif self.itemsize == 32:
-                _transpose(<const w32_t*>src, <w32_t*>dst, &self.p, &self.B, nthreads, self.nt)
+                _transpose(<const w32_t*>src, <w32_t*>dst, &self.p, &self.A, &self.B, nthreads, self.nt)
             else:
-                _transpose(<const w64_t*>src, <w64_t*>dst, &self.p, &self.B, nthreads, self.nt)
+                _transpose(<const w64_t*>src, <w64_t*>dst, &self.p, &self.A, &self.B, nthreads, self.nt)
 
 
 # ---------------------------------------------------------------------------------------------

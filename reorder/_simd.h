@@ -4,12 +4,14 @@
  * __builtin_cpu_supports, so the extension builds and runs on any x86-64 or ARM machine
  * without -march=native. Every path writes exactly the same bytes.
  *
- * tile_tN(src, sA, dst, rows, b0, nav, naw, nbv, nbw, nt):
- *     for b < nbw, a < naw:  dst[row(b0 + b) + a] = (a < nav && b < nbv) ? src[a*sA + b] : 0
- * i.e. dst is contiguous along a, src along b; rows a >= nav and columns b >= nbv are
- * the zero padding of dst. B may span two dst axes (hw then i16 in oihw -> OIhw16i16o), so
- * row(b) = (b / nlo) * dhi + (b % nlo) * dlo. nt asks for non-temporal stores of full, aligned 64-byte lines
- * (the caller issues reorder_sfence() before the data is read by another thread).
+ * tile_tN(src, A, na, dst, rows, b0, nbv, nbw, nt) moves an A x B tile:
+ *     for b < nbw, a < na:  dst[row(b0 + b) + a] = src[srow(a) + b]  where row a holds data and
+ *     b < nbv; 0 where row a or column b is dst padding; nothing where row a is not written.
+ * dst is contiguous along a, src along b. Either side may span two axes: B rows go to
+ * row(b) = (b / nlo) * dhi + (b % nlo) * dlo (hw then i16 in oihw -> OIhw16i16o), and A rows
+ * come from srow(a) = (a / nlo) * shi + (a % nlo) * slo (i4 then o16 in OIhw4i16o4i), with
+ * data/write limits per level. nt asks for non-temporal stores of full, aligned 64-byte
+ * lines (the caller issues reorder_sfence() before the data is read by another thread).
  */
 #ifndef REORDER_SIMD_H
 #define REORDER_SIMD_H
@@ -30,23 +32,43 @@ static inline int64_t row_off(const rows_t* r, int64_t b) {
     return r->nlo == 0 ? b * r->dlo : (b / r->nlo) * r->dhi + (b % r->nlo) * r->dlo;
 }
 
+/* A rows: nlo == 0 is one level (row a at a * slo, data below nv_lo, written below nw_lo);
+ * otherwise a = hi * nlo + lo, with limits per level. */
+typedef struct { int64_t nlo, slo, shi, nv_lo, nw_lo, nv_hi, nw_hi; } arows_t;
+
+/* Rows a0 .. a0+n-1 (n <= 16): src offsets, and bit masks of rows with data / rows written. */
+static inline void arow_block(const arows_t* A, int64_t a0, int n, int64_t* soff,
+                              uint32_t* vmask, uint32_t* wmask) {
+    int64_t q = A->nlo ? a0 / A->nlo : 0, m = A->nlo ? a0 % A->nlo : a0;
+    uint32_t v = 0, w = 0;
+    for (int i = 0; i < n; i++) {
+        soff[i] = q * A->shi + m * A->slo;
+        if (m < A->nw_lo && q < A->nw_hi) {
+            w |= 1u << i;
+            if (m < A->nv_lo && q < A->nv_hi) v |= 1u << i;
+        }
+        if (++m == A->nlo) { m = 0; q++; }
+    }
+    *vmask = v;
+    *wmask = w;
+}
+
 /* ---- portable path: cache-blocked scalar loops the compiler can vectorise -------------- */
 #define REORDER_SCALAR_TILE(T, NAME)                                                       \
-static void NAME(const T* src, int64_t sA, T* dst, const rows_t* rows, int64_t bs,      \
-                 int64_t nav, int64_t naw, int64_t nbv, int64_t nbw) {                    \
-    for (int64_t b0 = 0; b0 < nbw; b0 += TILE) {                                          \
-        int64_t b1 = b0 + TILE < nbw ? b0 + TILE : nbw;                                   \
-        for (int64_t a0 = 0; a0 < naw; a0 += TILE) {                                      \
-            int64_t a1 = a0 + TILE < naw ? a0 + TILE : naw;                               \
-            for (int64_t b = b0; b < b1; b++) {                                           \
-                T* d = dst + row_off(rows, bs + b);                                       \
-                if (b < nbv) {                                                            \
-                    int64_t av = a1 < nav ? a1 : (nav > a0 ? nav : a0);                   \
-                    for (int64_t a = a0; a < av; a++) d[a] = src[a * sA + b];             \
-                    if (a1 > av) memset(d + av, 0, (size_t)(a1 - av) * sizeof(T));       \
-                } else {                                                                  \
-                    memset(d + a0, 0, (size_t)(a1 - a0) * sizeof(T));                     \
-                }                                                                         \
+static void NAME(const T* src, const arows_t* A, int64_t na, T* dst, const rows_t* rows,  \
+                 int64_t bs, int64_t nbv, int64_t nbw) {                                  \
+    int64_t soff[TILE];                                                                   \
+    uint32_t vm, wm;                                                                      \
+    for (int64_t a0 = 0; a0 < na; a0 += TILE) {                                           \
+        int n = na - a0 < TILE ? (int)(na - a0) : TILE;                                   \
+        arow_block(A, a0, n, soff, &vm, &wm);                                             \
+        if (!wm) continue;                                                                \
+        for (int64_t b = 0; b < nbw; b++) {                                               \
+            T* d = dst + row_off(rows, bs + b) + a0;                                      \
+            for (int i = 0; i < n; i++) {                                                 \
+                if (!((wm >> i) & 1u)) continue;                                          \
+                if (b < nbv && ((vm >> i) & 1u)) d[i] = src[soff[i] + b];                 \
+                else memset(d + i, 0, sizeof(T));                                         \
             }                                                                             \
         }                                                                                 \
     }                                                                                     \
@@ -95,21 +117,26 @@ static inline void tr16x16(__m512 r[16]) {
     }
 }
 
-/* Full 16x16 tiles run straight-line: A blocks outermost (each streams through B, keeping
- * 16 read streams), the 16 dst row offsets of a B block computed with one division, missing
- * A rows loaded as zero vectors (padding). Ragged edges take the masked path below. */
+/* A blocks of 16 rows are outermost (each streams through B with 16 read streams). Full
+ * B blocks run straight-line: the 16 dst row offsets cost one division, rows without data
+ * load as zero vectors (padding), rows not written are masked off. Ragged B edges use
+ * masked loads. */
 __attribute__((target("avx512f")))
-static void tile_avx512_u32(const uint32_t* src, int64_t sA, uint32_t* dst, const rows_t* rows,
-                            int64_t bs, int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int nt) {
+static void tile_avx512_u32(const uint32_t* src, const arows_t* A, int64_t na, uint32_t* dst,
+                            const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
     __m512 r[16];
-    int64_t off[16];
-    int64_t afull = naw & ~(int64_t)15;
+    int64_t soff[16], off[16];
+    uint32_t vm, wm;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)15;
     int dst_aligned = ((uintptr_t)dst & 63) == 0;
-    for (int64_t a0 = 0; a0 < afull; a0 += 16) {
-        int64_t nv = nav - a0 >= 16 ? 16 : (nav - a0 > 0 ? nav - a0 : 0);
+    for (int64_t a0 = 0; a0 < na; a0 += 16) {
+        int n = na - a0 < 16 ? (int)(na - a0) : 16;
+        arow_block(A, a0, n, soff, &vm, &wm);
+        if (!wm) continue;
+        __mmask16 wmask = (__mmask16)wm;
+        int allw = wm == 0xFFFFu;
         for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
-            int stream = nt && dst_aligned;
+            int stream = nt && dst_aligned && allw;
             if (rows->nlo == 0) {
                 for (int j = 0; j < 16; j++) off[j] = (bs + b0 + j) * rows->dlo;
                 stream &= (rows->dlo & 15) == 0;
@@ -121,27 +148,24 @@ static void tile_avx512_u32(const uint32_t* src, int64_t sA, uint32_t* dst, cons
                     if (++m == rows->nlo) { m = 0; q++; }
                 }
             }
-            const uint32_t* s = src + a0 * sA + b0;
             for (int i = 0; i < 16; i++)
-                r[i] = i < nv ? _mm512_loadu_ps(s + i * sA) : _mm512_setzero_ps();
+                r[i] = (vm >> i) & 1u ? _mm512_loadu_ps(src + soff[i] + b0) : _mm512_setzero_ps();
             tr16x16(r);
             if (stream)
                 for (int j = 0; j < 16; j++) _mm512_stream_ps((float*)(dst + off[j] + a0), r[j]);
-            else
+            else if (allw)
                 for (int j = 0; j < 16; j++) _mm512_storeu_ps((float*)(dst + off[j] + a0), r[j]);
+            else
+                for (int j = 0; j < 16; j++)
+                    _mm512_mask_storeu_ps((float*)(dst + off[j] + a0), wmask, r[j]);
         }
-    }
-    for (int64_t a0 = 0; a0 < naw; a0 += 16) {
-        int64_t na = naw - a0 < 16 ? naw - a0 : 16;
-        int64_t nv = nav - a0 < 0 ? 0 : (nav - a0 < na ? nav - a0 : na);
-        __mmask16 wmask = (__mmask16)((1u << na) - 1u);
-        for (int64_t b0 = a0 < afull ? bfull : 0; b0 < nbw; b0 += 16) {
+        for (int64_t b0 = bfull; b0 < nbw; b0 += 16) {
             int64_t nb = nbw - b0 < 16 ? nbw - b0 : 16;
             int64_t nbd = nbv - b0 < 0 ? 0 : (nbv - b0 < nb ? nbv - b0 : nb);
             __mmask16 lmask = (__mmask16)((1u << nbd) - 1u);
-            const uint32_t* s = src + a0 * sA + b0;
             for (int i = 0; i < 16; i++)
-                r[i] = i < nv ? _mm512_maskz_loadu_ps(lmask, s + i * sA) : _mm512_setzero_ps();
+                r[i] = (vm >> i) & 1u ? _mm512_maskz_loadu_ps(lmask, src + soff[i] + b0)
+                                      : _mm512_setzero_ps();
             tr16x16(r);
             for (int64_t j = 0; j < nb; j++)
                 _mm512_mask_storeu_ps((float*)(dst + row_off(rows, bs + b0 + j) + a0), wmask, r[j]);
@@ -191,67 +215,66 @@ static int reorder_simd_disabled = 0;   /* set from Python to test the portable 
 #if REORDER_X86
 /* 64-byte elements are whole cache lines: stream them when asked (full tiles only). */
 __attribute__((target("avx512f")))
-static void tile_nt_w64(const char* src, int64_t sA, char* dst, const rows_t* rows, int64_t bs,
-                        int64_t nav, int64_t naw, int64_t nbv, int64_t nbw) {
-    for (int64_t b0 = 0; b0 < nbw; b0 += TILE) {
-        int64_t b1 = b0 + TILE < nbw ? b0 + TILE : nbw;
-        for (int64_t a0 = 0; a0 < naw; a0 += TILE) {
-            int64_t a1 = a0 + TILE < naw ? a0 + TILE : naw;
-            for (int64_t b = b0; b < b1; b++) {
-                char* d = dst + row_off(rows, bs + b) * 64;
-                for (int64_t a = a0; a < a1; a++) {
-                    __m512 v = (b < nbv && a < nav) ? _mm512_loadu_ps(src + (a * sA + b) * 64)
-                                                    : _mm512_setzero_ps();
-                    if (((uintptr_t)(d + a * 64) & 63) == 0)
-                        _mm512_stream_ps((float*)(d + a * 64), v);
-                    else
-                        _mm512_storeu_ps((float*)(d + a * 64), v);
-                }
+static void tile_nt_w64(const char* src, const arows_t* A, int64_t na, char* dst,
+                        const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw) {
+    int64_t soff[TILE];
+    uint32_t vm, wm;
+    for (int64_t a0 = 0; a0 < na; a0 += TILE) {
+        int n = na - a0 < TILE ? (int)(na - a0) : TILE;
+        arow_block(A, a0, n, soff, &vm, &wm);
+        for (int64_t b = 0; b < nbw; b++) {
+            char* d = dst + (row_off(rows, bs + b) + a0) * 64;
+            for (int i = 0; i < n; i++) {
+                if (!((wm >> i) & 1u)) continue;
+                __m512 v = (b < nbv && ((vm >> i) & 1u)) ? _mm512_loadu_ps(src + (soff[i] + b) * 64)
+                                                         : _mm512_setzero_ps();
+                if (((uintptr_t)(d + i * 64) & 63) == 0)
+                    _mm512_stream_ps((float*)(d + i * 64), v);
+                else
+                    _mm512_storeu_ps((float*)(d + i * 64), v);
             }
         }
     }
 }
 #endif
 
-static inline void tile_wide(const char* s, int64_t sA, char* d, const rows_t* rows, int64_t bs,
-                             int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int size, int nt) {
+static inline void tile_wide(const char* s, const arows_t* A, int64_t na, char* d,
+                             const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int size,
+                             int nt) {
 #if REORDER_X86
     if (size == 64 && nt && !reorder_simd_disabled && reorder_have_avx512()) {
-        tile_nt_w64(s, sA, d, rows, bs, nav, naw, nbv, nbw);
+        tile_nt_w64(s, A, na, d, rows, bs, nbv, nbw);
         return;
     }
 #endif
     (void)nt;
     if (size == 16)
-        tile_scalar_w16((const w16_t*)s, sA, (w16_t*)d, rows, bs, nav, naw, nbv, nbw);
+        tile_scalar_w16((const w16_t*)s, A, na, (w16_t*)d, rows, bs, nbv, nbw);
     else if (size == 32)
-        tile_scalar_w32((const w32_t*)s, sA, (w32_t*)d, rows, bs, nav, naw, nbv, nbw);
+        tile_scalar_w32((const w32_t*)s, A, na, (w32_t*)d, rows, bs, nbv, nbw);
     else
-        tile_scalar_w64((const w64_t*)s, sA, (w64_t*)d, rows, bs, nav, naw, nbv, nbw);
+        tile_scalar_w64((const w64_t*)s, A, na, (w64_t*)d, rows, bs, nbv, nbw);
 }
 
+#define REORDER_TILE_ENTRY(N, T, SCALAR)                                                   \
+static inline void tile_t##N(const T* s, const arows_t* A, int64_t na, T* d,              \
+                             const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw,    \
+                             int nt) {                                                    \
+    (void)nt; SCALAR(s, A, na, d, rows, bs, nbv, nbw);                                    \
+}
+REORDER_TILE_ENTRY(1, uint8_t, tile_scalar_u8)
+REORDER_TILE_ENTRY(2, uint16_t, tile_scalar_u16)
+REORDER_TILE_ENTRY(8, uint64_t, tile_scalar_u64)
 
-static inline void tile_t1(const uint8_t* s, int64_t sA, uint8_t* d, const rows_t* rows, int64_t bs,
-                           int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int nt) {
-    (void)nt; tile_scalar_u8(s, sA, d, rows, bs, nav, naw, nbv, nbw);
-}
-static inline void tile_t2(const uint16_t* s, int64_t sA, uint16_t* d, const rows_t* rows, int64_t bs,
-                           int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int nt) {
-    (void)nt; tile_scalar_u16(s, sA, d, rows, bs, nav, naw, nbv, nbw);
-}
-static inline void tile_t4(const uint32_t* s, int64_t sA, uint32_t* d, const rows_t* rows, int64_t bs,
-                           int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int nt) {
+static inline void tile_t4(const uint32_t* s, const arows_t* A, int64_t na, uint32_t* d,
+                           const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
 #if REORDER_X86
     if (!reorder_simd_disabled && reorder_have_avx512()) {
-        tile_avx512_u32(s, sA, d, rows, bs, nav, naw, nbv, nbw, nt);
+        tile_avx512_u32(s, A, na, d, rows, bs, nbv, nbw, nt);
         return;
     }
 #endif
-    (void)nt; tile_scalar_u32(s, sA, d, rows, bs, nav, naw, nbv, nbw);
-}
-static inline void tile_t8(const uint64_t* s, int64_t sA, uint64_t* d, const rows_t* rows, int64_t bs,
-                           int64_t nav, int64_t naw, int64_t nbv, int64_t nbw, int nt) {
-    (void)nt; tile_scalar_u64(s, sA, d, rows, bs, nav, naw, nbv, nbw);
+    (void)nt; tile_scalar_u32(s, A, na, d, rows, bs, nbv, nbw);
 }
 
 /* Copy one contiguous run. Short runs of a fixed size (a 16-float block row) become a few

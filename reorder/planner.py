@@ -221,35 +221,44 @@ class TransposeKernel(Kernel):
 
     @staticmethod
     def _pick(prob):
-        """(index of B, index of B's src continuation or None), or None if unusable."""
+        """(B, B's src continuation or None, A's dst continuation or None) as node indices,
+        or None if the kernel does not apply."""
         nodes = prob.nodes
         if len(nodes) < 2:
             return None
-        a = nodes[-1]
-        if a.ds != 1 or a.ss == 1 or a.extent < 4:
+        last = len(nodes) - 1
+        a = nodes[last]
+        if a.ds != 1 or a.ss == 1:
             return None
-        ib = next((i for i in range(len(nodes) - 2, -1, -1) if nodes[i].ss == 1), None)
+        ib = next((i for i in range(last - 1, -1, -1) if nodes[i].ss == 1), None)
         if ib is None:
             return None
         b = nodes[ib]
         if b.ds < a.extent or (b.dim >= 0 and b.dim == a.dim):
             return None
         # a node continuing B in src makes longer, full tiles (hw then i16 in OIhw16i16o)
-        ic = next((i for i in range(len(nodes) - 1) if i != ib and nodes[i].ss == b.extent
+        ic = next((i for i in range(last) if i != ib and nodes[i].ss == b.extent
                    and nodes[i].ds >= a.extent and b.dim < 0
                    and (nodes[i].dim < 0 or nodes[i].dim != a.dim)), None)
-        if ic is None and b.extent < 4:
+        # a short A continued in dst makes taller tiles (i4 then o16 in OIhw4i16o4i)
+        checked_b = nodes[ic].dim if ic is not None and nodes[ic].dim >= 0 else b.dim
+        ia = next((i for i in range(last) if i not in (ib, ic) and nodes[i].ds == a.extent
+                   and (nodes[i].dim < 0 or nodes[i].dim not in (a.dim, checked_b))), None) \
+            if a.extent < 16 else None
+        height = a.extent * (nodes[ia].extent if ia is not None else 1)
+        width = b.extent * (nodes[ic].extent if ic is not None else 1)
+        if height < 4 or width < 4:
             return None
-        return ib, ic
+        return ib, ic, ia
 
     def is_usable_for(self, prob):
         return self._pick(prob) is not None
 
     def prepare(self, prob):
-        ib, ic = self._pick(prob)
+        ib, ic, ia = self._pick(prob)
         b = prob.nodes[ib]
         c = prob.nodes[ic] if ic is not None else None
-        rest = [nd for i, nd in enumerate(prob.nodes) if i not in (ib, ic)]
+        rest = [nd for i, nd in enumerate(prob.nodes) if i not in (ib, ic, ia)]
         nodes = _node_array(rest)
         n = b.extent * (c.extent if c else 1)
         step = math.lcm(16, b.extent) if c else 16      # slices keep whole inner rows
@@ -257,12 +266,20 @@ class TransposeKernel(Kernel):
         # enough (outer, B-slice) work items for a static split to balance 2+ threads
         per = -(-16 // outer) if outer < 16 else 1
         slice_ = n if per == 1 else min(n, max(step, _round_up(-(-n // per), step)))
+        limits = {d: (v, pad) for d, v, pad in prob.checked}
         checked_node = c if c is not None and c.dim >= 0 else b
-        valid, alloc = next(((v, pad) for d, v, pad in prob.checked if d == checked_node.dim), (0, 0))
+        valid, alloc = limits.get(checked_node.dim, (0, 0))
         rows = (b.extent, b.ds, c.ds) if c else (0, b.ds, 0)
         bvec = np.array([n, checked_node.weight, valid, alloc, checked_node.dim, slice_, *rows],
                         dtype=np.int64)
-        return _kernels.Transpose(prob.itemsize, nodes, _checked_array(prob), bvec, _nt_stores(prob))
+        if ia is None:
+            avec = np.array([0, 0, 1, 0, 0, -1], dtype=np.int64)
+        else:
+            ha = prob.nodes[ia]
+            hv, hp = limits.get(ha.dim, (0, 0))
+            avec = np.array([ha.extent, ha.ss, ha.weight, hv, hp, ha.dim], dtype=np.int64)
+        return _kernels.Transpose(prob.itemsize, nodes, _checked_array(prob), avec, bvec,
+                                  _nt_stores(prob))
 
 
 class GenericKernel(Kernel):

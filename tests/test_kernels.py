@@ -21,6 +21,10 @@ CASES = [
     ("abcd", "bacd", (4, 5, 6, 7), "copy"),                   # inner h*w run stays contiguous
     ("ab", "ba", (1000, 3), "generic"),                       # B too short for a tile
     ("abcd", "aBcd4b", (2, 6, 3, 3), "transpose"),
+    # A spans two dst nodes: i4 then o16 (64 rows), i2 then o16 (32 rows); O and I padded
+    ("abcd", "ABcd4b16a4b", (35, 21, 3, 3), "transpose"),
+    ("abcd", "ABcd8b16a2b", (20, 10, 3, 3), "transpose"),
+    ("abcde", "aBCde4c16b4c", (2, 17, 9, 3, 3), "transpose"),
     # whole block rows move as wide elements (64 B for f32, 32 B for f16, 16 B for s8)
     ("acdb", "aBcd16b", (2, 32, 5, 7), None),
     ("aBcd16b", "acdb", (2, 48, 3, 5), None),
@@ -33,7 +37,8 @@ def _to_plain_src(dims, tag, dtype, rng):
         plain = rng.standard_normal(dims).astype(dtype)
     else:
         plain = rng.integers(-100, 100, dims).astype(dtype)
-    return ref_from_plain(plain, "abcd"[:len(dims)], tag) if tag != "abcd"[:len(dims)] else plain
+    plain_tag = "abcdefghijkl"[:len(dims)]
+    return ref_from_plain(plain, plain_tag, tag) if tag != plain_tag else plain
 
 
 @pytest.fixture(params=[True, False], ids=["simd", "portable"])

@@ -42,6 +42,7 @@ def config_dict():
         "openmp runtime": _openmp_runtime() if _kernels.OPENMP else "-",
         "threads": f"{get_num_threads()} (usable CPUs {usable_cpus()})",
         "build flags": _kernels.BUILD_FLAGS or "-",
+        "simd": _kernels.simd_name(),
         "cpu": f"{_cpu_name()} ({platform.machine()})",
     }
 

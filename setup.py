@@ -71,6 +71,9 @@ directives = dict(language_level=3, boundscheck=debug, wraparound=debug, initial
 opt = ["/O2"] if os.name == "nt" else ["-O3"]
 extensions = [
     Extension("reorder._kernels", ["reorder/_kernels.pyx"], extra_compile_args=list(opt)),
+    # Conversions must round exactly as written: no a*b+c contraction into FMA.
+    Extension("reorder._convert", ["reorder/_convert.pyx"],
+              extra_compile_args=list(opt) + ([] if os.name == "nt" else ["-ffp-contract=off"])),
 ]
 setup(ext_modules=cythonize(extensions, compiler_directives=directives),
       cmdclass={"build_ext": BuildExt})

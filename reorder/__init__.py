@@ -9,9 +9,10 @@ from ._version import __version__
 from .api import plan, reorder
 from .config import show_config
 from .desc import Desc
+from .quantize import Quantized, quantize
 from .errors import ReorderError
 from .tags import normalize_tag, parse_tag
 from .threads import get_num_threads, set_num_threads, threads
 
 __all__ = ["Desc", "ReorderError", "__version__", "get_num_threads", "normalize_tag", "parse_tag",
-           "plan", "reorder", "set_num_threads", "show_config", "threads"]
+           "plan", "Quantized", "quantize", "reorder", "set_num_threads", "show_config", "threads"]

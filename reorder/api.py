@@ -5,6 +5,7 @@ from .desc import Desc, _fmt
 from .dtypes import dtype_of_numpy, as_dtype
 from .errors import ReorderError
 from .planner import cached_plan, _bind_source
+from .quantize import make_attrs
 
 __all__ = ["reorder", "plan", "as_array"]
 
@@ -49,13 +50,29 @@ def _src_desc(x, src, dims, dtype):
     return desc, x
 
 
-def _dst_desc(src_desc, dst):
+def _dst_desc(src_desc, dst, dtype=None):
     if isinstance(dst, Desc):
         if dst.dims != src_desc.dims:
             raise ReorderError(f"dst descriptor dims {_fmt(dst.dims)} differ from the source's "
                                f"{_fmt(src_desc.dims)}")
+        if dtype is not None and as_dtype(dtype) != dst.dtype:
+            raise ReorderError(f"dtype={as_dtype(dtype).name} disagrees with the dst descriptor "
+                               f"{dst!r}")
         return dst
-    return Desc(src_desc.dims, src_desc.dtype, dst)
+    return Desc(src_desc.dims, src_desc.dtype if dtype is None else as_dtype(dtype), dst)
+
+
+def _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask, src_zero_point,
+           dst_zero_point, sum_beta):
+    """Conversion attributes, or None when no keyword asks for one."""
+    if (src_scales is None and src_scale_mask is None and dst_scales is None
+            and dst_scale_mask is None and src_zero_point is None and dst_zero_point is None
+            and sum_beta is None):
+        return None
+    return make_attrs(src_scales=src_scales, src_scale_mask=src_scale_mask,
+                      dst_scales=dst_scales, dst_scale_mask=dst_scale_mask,
+                      src_zero_point=src_zero_point, dst_zero_point=dst_zero_point,
+                      sum_beta=sum_beta)
 
 
 def _dtype_for(arr, dtype):
@@ -68,7 +85,9 @@ def _dtype_for(arr, dtype):
     return d
 
 
-def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None):
+def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, dtype=None,
+            src_scales=None, src_scale_mask=None, dst_scales=None, dst_scale_mask=None,
+            src_zero_point=None, dst_zero_point=None, sum_beta=None):
     """Move `x` from layout `src` to layout `dst`; returns a new C-contiguous array in dst's
     physical shape, or `out`.
 
@@ -81,6 +100,15 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None):
     out     preallocated result (exact shape/dtype, C-contiguous, writable, not overlapping x).
     threads thread count for this call (see reorder.set_num_threads).
     src_dtype  data type of x when numpy cannot name it ('bf16' for uint16 words).
+    dtype   data type of the result ('s8', 'bf16', np.float16, ...); default: x's. The
+            conversion happens in the kernel: f32 arithmetic, saturation, then round half
+            to even (docs/int8.md).
+    src_scales, src_scale_mask, dst_scales, dst_scale_mask
+            oneDNN scales: one number (mask 0), or values along the dims of the mask (bit d
+            = varies along logical dim d; masks 1, 2, 3, ...). v = src_scale * (x - src_zp) ...
+            / dst_scale + dst_zp.
+    src_zero_point, dst_zero_point  common zero points of integer tensors (s8, u8, s32).
+    sum_beta  add beta * the old destination (pass it as out=) before the dst scale.
 
     Padding in the destination is always exactly zero. Inputs are never modified.
 
@@ -89,17 +117,24 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None):
     (2, 2, 5, 5, 16)
     """
     arr = as_array(x)
+    attrs = _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask, src_zero_point,
+                   dst_zero_point, sum_beta)
+    if attrs is not None:
+        sdesc, arr = _src_desc(arr, src, dims, _dtype_for(arr, src_dtype))
+        p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype), None, attrs)
+        return p(arr, out=out, threads=threads)
     if isinstance(src, str) and isinstance(dst, str) and src_dtype is None:
         # the common call: skip rebuilding descriptors when the array looks the same
-        key = (arr.shape, arr.strides, arr.dtype, src, dst, None if dims is None else tuple(dims))
+        key = (arr.shape, arr.strides, arr.dtype, src, dst, None if dims is None else tuple(dims),
+               dtype)
         p = _plan_by_key(key)
         if p is None:
             sdesc, arr = _src_desc(arr, src, dims, _dtype_for(arr, None))
-            p = cached_plan(sdesc, _dst_desc(sdesc, dst))
+            p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype))
             _remember(key, p)
         return p(arr, out=out, threads=threads)
     sdesc, arr = _src_desc(arr, src, dims, _dtype_for(arr, src_dtype))
-    p = cached_plan(sdesc, _dst_desc(sdesc, dst))
+    p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype))
     return p(arr, out=out, threads=threads)
 
 
@@ -123,11 +158,17 @@ def _remember(key, p):
         pass
 
 
-def plan(src, dst, *, dims=None, src_dtype="f32", threads=None):
+def plan(src, dst, *, dims=None, src_dtype="f32", threads=None, dtype=None, src_scales=None,
+         src_scale_mask=None, dst_scales=None, dst_scale_mask=None, src_zero_point=None,
+         dst_zero_point=None, sum_beta=None):
     """A cached `Plan` from `src` to `dst` (Descs, or tags with `dims=` and `src_dtype=`).
-    Apply it as `plan(x, out=None)`; `plan.explain()` says what it will do."""
+    Apply it as `plan(x, out=None)`; `plan.explain()` says what it will do. `dtype=` and the
+    scale / zero-point / sum keywords are those of reorder(); scales are part of the cache key
+    by value."""
     if not isinstance(src, Desc):
         if dims is None:
             raise ReorderError("plan() with a tag source needs dims=")
         src = Desc(dims, src_dtype, src)
-    return cached_plan(src, _dst_desc(src, dst), threads)
+    attrs = _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask, src_zero_point,
+                   dst_zero_point, sum_beta)
+    return cached_plan(src, _dst_desc(src, dst, dtype), threads, attrs)

@@ -87,3 +87,28 @@ def dtype_of_numpy(npd):
                             f"use a numeric dtype such as float32 or int8")
         raise ReorderError(f"unsupported dtype {npd}; supported: {', '.join(BY_NAME)}")
     return d
+
+
+# ---------------------------------------------------------------------------------------------
+# conversion rules (spec §3.3): which pairs a reorder may convert between, and how
+
+CONVERTIBLE = ("f32", "f64", "f16", "bf16", "s8", "u8", "s32")
+# oneDNN has no CPU reorder between the 16-bit floats and s32.
+UNSUPPORTED_PAIRS = frozenset({("bf16", "s32"), ("s32", "bf16"), ("f16", "s32"), ("s32", "f16")})
+# Integer destinations saturate to these bounds (as f32), then round half to even. s32 tops out
+# at 2147483520 (0x4EFFFFFF), the largest f32 below 2^31; NaN becomes 0.
+SATURATION = {"s8": (-128.0, 127.0), "u8": (0.0, 255.0), "s32": (-2147483648.0, 2147483520.0)}
+# NaN saturates to the bound oneDNN's x64 kernels give (their clamp order): s8 127, u8 0,
+# s32 2147483520. f16 follows IEEE (numpy's astype); bf16 flushes f32 denormals to zero.
+
+
+def check_conversion(src, dst):
+    """Raise ReorderError unless a reorder can convert dtype `src` into dtype `dst`."""
+    src, dst = as_dtype(src), as_dtype(dst)
+    for d in (src, dst):
+        if d.name not in CONVERTIBLE:
+            raise ReorderError(f"cannot convert {src.name} to {dst.name}: {d.name} takes part only "
+                               f"in same-type moves; conversions support {', '.join(CONVERTIBLE)}")
+    if (src.name, dst.name) in UNSUPPORTED_PAIRS:
+        raise ReorderError(f"cannot convert {src.name} to {dst.name}: conversions between "
+                           f"f16/bf16 and s32 are not supported (as in oneDNN); go through f32")

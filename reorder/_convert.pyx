@@ -1,0 +1,940 @@
+# cython: language_level=3
+"""Conversion kernels: a reorder that changes the data type, applies scales, zero points and
+`sum`, and accumulates int8 compensation, all in one pass over memory.
+
+Everything here runs without the GIL and never raises inside a kernel: the Python side
+(`reorder.quantize`) has validated dtypes, masks, scale lengths and buffer sizes first.
+
+Per element, in f32 (spec §3.2, the oneDNN order):
+
+    v = src_scale[k] * (float(src) - src_zp)
+    v = v + beta * float(dst_old)                  (sum)
+    v = v * (1 / dst_scale[k]) + dst_zp            (reciprocal precomputed in f32, like jit:uni)
+    v = v * scale_adjust                           (compensated weights)
+    dst = convert(v)                               (saturate, then round half to even)
+
+Each (src, dst) type pair gets its own specialised loops through two fused types; f16 and
+bf16 are distinct one-field structs so that the compiler sees distinct element types. The
+type conversions are branch-free C (selects), so gcc vectorises the typed loops.
+
+Compensation (spec §4): the kernel adds every stored s8 value q into acc[comp index], the
+comp index being walked through the per-node strides `cs` of _nodes.pxd. Threads split one
+node that carries a comp index, so each accumulator is owned by one thread and the result
+is the same for any thread count. A final step turns the sums into -128*sum (s8s8) and
+-sum (zero point).
+
+Three runners share this arithmetic (the SIMD ones live in _convert_simd.h, chosen at run
+time, each with a portable twin here that writes the same bytes):
+  Convert          the strided walk over any node list;
+  ConvertTile      16 dst-contiguous lanes x a src-contiguous node, register transposes;
+  ConvertW4i16o4i  int8 weights with `4i16o4i` inner blocks (OIhw4i16o4i and relatives).
+"""
+from libc.stdint cimport (int8_t, uint8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t,
+                          uint64_t, uintptr_t)
+from libc.string cimport memset, memcpy
+from libc.stdlib cimport malloc, free
+from cython.parallel cimport prange
+
+from reorder._omp cimport REORDER_OPENMP
+from reorder._nodes cimport (NodeList, Walk, MAX_NODES, MAX_DIMS, fill_nodes, outer_count,
+                             walk_start, walk_bounds, walk_next, count_below)
+
+cdef extern from "_convert_simd.h" nogil:
+    ctypedef struct rq_math_t:
+        float szp, dzp, beta, adj
+        int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj
+    ctypedef struct rq_block_t:
+        int64_t ngroups, dB, nbv, nbw, nt
+        const int64_t* soff
+        const uint16_t* lanes
+        const float* ssc
+        const float* dinv
+        int32_t* acc
+    ctypedef void (*rq_block_fn)(const void* src, void* dst, const rq_block_t* blk,
+                                 const rq_math_t* m) noexcept nogil
+    rq_block_fn rq_block_kernel(int scode, int dcode)
+    ctypedef struct rq_w_t:
+        int64_t so, S, nvo, nvi
+        const float* ssc
+        const float* dinv
+        int32_t* acc
+        const uint8_t* idx
+    ctypedef void (*rq_w_fn)(const void* src, void* dst, const rq_w_t* k,
+                             const rq_math_t* m) noexcept nogil
+    rq_w_fn rq_w_kernel(int scode, int dcode)
+    int rq_simd_available()
+    void rq_set_simd(int on)
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+
+    static inline uint32_t rq_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+    static inline float rq_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+    /* f32 -> f16, IEEE round half to even; overflow -> inf, NaN -> quiet NaN, f16
+       subnormals produced, f32 denormals -> signed 0. Equals numpy's astype(float16)
+       (NaN payloads aside). Branch-free so that loops over it vectorise. */
+    static inline uint16_t rq_f32_to_f16(float fv) {
+        uint32_t x = rq_f2u(fv);
+        uint32_t sign = x & 0x80000000u;
+        x ^= sign;
+        /* NaN stays NaN, made quiet, top payload bits kept (as vcvtps2ph does) */
+        uint32_t infnan = (x > 0x7f800000u) ? (0x7e00u | ((x >> 13) & 0x3ffu)) : 0x7c00u;
+        /* below 2^-14: align the 10 mantissa bits with an FP add of 0.5f (RNE) */
+        uint32_t sub = rq_f2u(rq_u2f(x) + 0.5f) - 0x3f000000u;
+        uint32_t odd = (x >> 13) & 1u;
+        uint32_t nrm = (x - 0x38000000u + 0xfffu + odd) >> 13;
+        uint32_t o = (x >= 0x47800000u) ? infnan : ((x < 0x38800000u) ? sub : nrm);
+        return (uint16_t)(o | (sign >> 16));
+    }
+
+    /* f16 -> f32, exact (a NaN comes out quiet, as vcvtph2ps does). */
+    static inline float rq_f16_to_f32(uint16_t h) {
+        uint32_t o = ((uint32_t)h & 0x7fffu) << 13;
+        uint32_t e = o & 0x0f800000u;
+        o += 0x38000000u;                                   /* rebias 15 -> 127 */
+        uint32_t infnan = (o + 0x38000000u) | ((o & 0x007fe000u) ? 0x00400000u : 0u);
+        uint32_t sub = rq_f2u(rq_u2f(o + 0x00800000u) - rq_u2f(0x38800000u));
+        uint32_t r = (e == 0x0f800000u) ? infnan : ((e == 0u) ? sub : o);
+        return rq_u2f(r | (((uint32_t)h & 0x8000u) << 16));
+    }
+
+    /* f32 -> bf16 as oneDNN: f32 denormals and zeros -> signed 0, NaN -> quiet NaN
+       (mantissa bit 6 set), inf kept, otherwise round half to even (overflow -> inf). */
+    static inline uint16_t rq_f32_to_bf16(float fv) {
+        uint32_t x = rq_f2u(fv);
+        uint32_t e = x & 0x7f800000u;
+        uint32_t rne = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+        uint32_t special = ((x & 0x007fffffu) != 0u) ? ((x >> 16) | 0x40u) : (x >> 16);
+        uint32_t r = (e == 0u) ? ((x >> 16) & 0x8000u) : ((e == 0x7f800000u) ? special : rne);
+        return (uint16_t)r;
+    }
+
+    static inline float rq_bf16_to_f32(uint16_t b) { return rq_u2f((uint32_t)b << 16); }
+
+    /* f32 -> integer: saturate, then round half to even (current rounding mode, which is
+       round-to-nearest-even unless the caller changed it, like nearbyintf). The clamps are
+       written so that NaN takes the bound tested first, exactly as oneDNN's x64 kernels
+       (vminps/vmaxps) do: NaN -> 127 (s8), 0 (u8), 2147483520 (s32). */
+    static inline int8_t rq_to_s8(float v) {
+        v = (v < 127.0f) ? v : 127.0f;           /* NaN -> 127 */
+        v = (v > -128.0f) ? v : -128.0f;
+        v = (v + 12582912.0f) - 12582912.0f;     /* 1.5 * 2^23: exact RNE for |v| < 2^22 */
+        return (int8_t)(int32_t)v;
+    }
+    static inline uint8_t rq_to_u8(float v) {
+        v = (v > 0.0f) ? v : 0.0f;               /* NaN -> 0 */
+        v = (v < 255.0f) ? v : 255.0f;
+        v = (v + 12582912.0f) - 12582912.0f;
+        return (uint8_t)(int32_t)v;
+    }
+    static inline int32_t rq_to_s32(float v) {
+        v = (v < 2147483520.0f) ? v : 2147483520.0f;  /* 0x4EFFFFFF: INT_MAX is not a float */
+        v = (v > -2147483648.0f) ? v : -2147483648.0f;
+        uint32_t sgn = rq_f2u(v) & 0x80000000u;
+        float c = rq_u2f(sgn | 0x4b000000u);           /* +-2^23 */
+        float r = (v + c) - c;
+        v = ((rq_f2u(v) & 0x7fffffffu) < 0x4b000000u) ? r : v;
+        return (int32_t)v;
+    }
+    """
+    uint16_t rq_f32_to_f16(float) noexcept nogil
+    float rq_f16_to_f32(uint16_t) noexcept nogil
+    uint16_t rq_f32_to_bf16(float) noexcept nogil
+    float rq_bf16_to_f32(uint16_t) noexcept nogil
+    int8_t rq_to_s8(float) noexcept nogil
+    uint8_t rq_to_u8(float) noexcept nogil
+    int32_t rq_to_s32(float) noexcept nogil
+
+
+ctypedef struct f16_t:
+    uint16_t bits
+
+ctypedef struct bf16_t:
+    uint16_t bits
+
+# Two fused types with the same members, so that src and dst specialise independently.
+ctypedef fused src_t:
+    float
+    double
+    f16_t
+    bf16_t
+    int8_t
+    uint8_t
+    int32_t
+
+ctypedef fused dst_t:
+    float
+    double
+    f16_t
+    bf16_t
+    int8_t
+    uint8_t
+    int32_t
+
+ctypedef fused any_t:
+    float
+    double
+    f16_t
+    bf16_t
+    int8_t
+    uint8_t
+    int32_t
+
+# dtype codes shared with reorder/quantize.py
+CODES = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3, "s8": 4, "u8": 5, "s32": 6}
+
+cdef enum:
+    CH = 256            # elements per chunk of the f32 scratch row
+
+
+cdef struct QCtx:
+    const float* sscale     # src scales (1 value when common)
+    const float* dinv       # 1 / dst scales, f32
+    int sscale_masked       # index the src scales with the walker's scale index
+    int dscale_masked
+    int has_sscale
+    int has_dscale
+    int has_szp
+    int has_dzp
+    int has_sum
+    int has_adj
+    float szp
+    float dzp
+    float beta
+    float adj
+    int32_t* acc            # compensation accumulator, or NULL
+
+
+cdef inline float to_f32(any_t v) noexcept nogil:
+    if any_t is f16_t:
+        return rq_f16_to_f32(v.bits)
+    elif any_t is bf16_t:
+        return rq_bf16_to_f32(v.bits)
+    else:
+        return <float>v
+
+
+cdef inline void from_f32(float v, any_t* out) noexcept nogil:
+    if any_t is f16_t:
+        out[0].bits = rq_f32_to_f16(v)
+    elif any_t is bf16_t:
+        out[0].bits = rq_f32_to_bf16(v)
+    elif any_t is int8_t:
+        out[0] = rq_to_s8(v)
+    elif any_t is uint8_t:
+        out[0] = rq_to_u8(v)
+    elif any_t is int32_t:
+        out[0] = rq_to_s32(v)
+    elif any_t is double:
+        out[0] = <double>v
+    else:
+        out[0] = v
+
+
+cdef inline void _zero_run(dst_t* d, int64_t n, int64_t dI) noexcept nogil:
+    cdef int64_t j
+    cdef dst_t z
+    if n <= 0:
+        return
+    if dI == 1:
+        memset(d, 0, n * sizeof(dst_t))
+        return
+    memset(&z, 0, sizeof(dst_t))
+    for j in range(n):
+        d[j * dI] = z
+
+
+cdef inline void _load_row(const src_t* s, int64_t sI, float* t, int64_t m) noexcept nogil:
+    cdef int64_t j
+    if sI == 1:
+        for j in range(m):
+            t[j] = to_f32(s[j])
+    else:
+        for j in range(m):
+            t[j] = to_f32(s[j * sI])
+
+
+cdef inline void _store_row(const float* t, dst_t* d, int64_t dI, int64_t m) noexcept nogil:
+    cdef int64_t j
+    if dI == 1:
+        for j in range(m):
+            from_f32(t[j], &d[j])
+    else:
+        for j in range(m):
+            from_f32(t[j], &d[j * dI])
+
+
+cdef inline void _scale_row(float* t, const float* sc, int64_t kI, int64_t m) noexcept nogil:
+    """t[j] *= sc[j * kI]; one value when kI == 0."""
+    cdef int64_t j
+    cdef float s
+    if kI == 0:
+        s = sc[0]
+        for j in range(m):
+            t[j] = t[j] * s
+    elif kI == 1:
+        for j in range(m):
+            t[j] = t[j] * sc[j]
+    else:
+        for j in range(m):
+            t[j] = t[j] * sc[j * kI]
+
+
+cdef inline void _sum_row(float* t, const dst_t* d, int64_t dI, float beta, int64_t m) noexcept nogil:
+    cdef int64_t j
+    if dI == 1:
+        for j in range(m):
+            t[j] = t[j] + beta * to_f32(d[j])
+    else:
+        for j in range(m):
+            t[j] = t[j] + beta * to_f32(d[j * dI])
+
+
+cdef inline void _run(const src_t* s, dst_t* d, int64_t n, int64_t sI, int64_t dI,
+                      const QCtx* c, int64_t ko, int64_t kI, int64_t co, int64_t cI) noexcept nogil:
+    """Convert one inner run of n valid elements (strides sI, dI; scale index ko + j*kI;
+    comp index co + j*cI) through an f32 scratch row, CH elements at a time."""
+    cdef float t[CH]
+    cdef int64_t b, m, j
+    cdef int32_t racc = 0
+    cdef float zp
+    b = 0
+    while b < n:
+        m = n - b if n - b < CH else CH
+        _load_row(s + b * sI, sI, t, m)
+        if c.has_szp:
+            zp = c.szp
+            for j in range(m):
+                t[j] = t[j] - zp
+        if c.has_sscale:
+            if c.sscale_masked:
+                _scale_row(t, c.sscale + ko + b * kI, kI, m)
+            else:
+                _scale_row(t, c.sscale, 0, m)
+        if c.has_sum:
+            _sum_row(t, d + b * dI, dI, c.beta, m)
+        if c.has_dscale:
+            if c.dscale_masked:
+                _scale_row(t, c.dinv + ko + b * kI, kI, m)
+            else:
+                _scale_row(t, c.dinv, 0, m)
+        if c.has_dzp:
+            zp = c.dzp
+            for j in range(m):
+                t[j] = t[j] + zp
+        if c.has_adj:
+            zp = c.adj
+            for j in range(m):
+                t[j] = t[j] * zp
+        _store_row(t, d + b * dI, dI, m)
+        if dst_t is int8_t:
+            if c.acc != NULL:
+                if cI == 0:
+                    if dI == 1:
+                        for j in range(m):
+                            racc = racc + d[b + j]
+                    else:
+                        for j in range(m):
+                            racc = racc + d[(b + j) * dI]
+                else:
+                    for j in range(m):
+                        c.acc[co + (b + j) * cI] += d[(b + j) * dI]
+        b += m
+    if dst_t is int8_t:
+        if c.acc != NULL and cI == 0:
+            c.acc[co] += racc
+
+
+cdef void _walk_range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c,
+                      int64_t lo, int64_t hi, int split, int64_t base) noexcept nogil:
+    """Outer iterations [lo, hi) of node list p. When split >= 0, p is a thread's copy whose
+    node `split` starts at digit `base`; the pointers in s, d and c are already offset, and
+    the logical coordinate of that node's dim is shifted here."""
+    cdef Walk w
+    cdef int last = p.n - 1
+    cdef int64_t it, nvalid, nwrite
+    cdef int64_t sI = p.ss[last], dI = p.ds[last], kI = p.ks[last], cI = p.cs[last]
+    walk_start(p, &w, lo)
+    if split >= 0 and p.dim[split] >= 0:
+        w.coord[p.dim[split]] += base * p.w[split]
+    for it in range(lo, hi):
+        walk_bounds(p, &w, &nvalid, &nwrite)
+        if nvalid > 0:
+            _run(s + w.so, d + w.do, nvalid, sI, dI, c, w.ko, kI, w.co, cI)
+        if nwrite > nvalid:
+            _zero_run(d + w.do + nvalid * dI, nwrite - nvalid, dI)
+        walk_next(p, &w)
+
+
+# ---------------------------------------------------------------------------------------------
+# tile kernel: 16 destination-contiguous lanes x a source-contiguous node B
+#
+# The planner hands over the outer nodes (with a trailing dummy node of extent 1, so the
+# walker treats them all as outer) and, for the destination-dense block of innermost nodes
+# (G groups of 16 lanes), per-lane tables: src offset, scale index, comp index and the
+# lane's coordinate along each checked dim of the block. Per outer position and group the
+# SIMD tile (or the portable loop below) converts the whole run of B.
+
+cdef struct TileSpec:
+    int64_t nt                   # stream (non-temporal) full 64-byte lines of 16-bit outputs
+    int64_t ngroups
+    const int64_t* soff          # [G*16] lane src offsets (elements)
+    const int64_t* koff          # [G*16] lane scale index offsets
+    const int64_t* coff          # [G*16] lane comp index offsets
+    const int64_t* acoord        # [nck][G*16] lane coordinate along checked dim ckdim[k]
+    int nck
+    int ckdim[MAX_DIMS]
+    int64_t bext                 # B: extent, dst stride (its src stride is 1), weight, dim
+    int64_t bds
+    int64_t bw
+    int bdim
+
+
+cdef void _tile_scalar(const src_t* s, const int64_t* soff, dst_t* d, int64_t dB, int64_t nbv,
+                       int64_t nbw, uint32_t lanes, const float* ssc, const float* dinv,
+                       const QCtx* c, int32_t* acc) noexcept nogil:
+    """Portable version of the SIMD tile (same arithmetic, same order)."""
+    cdef int64_t b, a
+    cdef float v
+    cdef dst_t z
+    memset(&z, 0, sizeof(dst_t))
+    for b in range(nbv):
+        for a in range(16):
+            if not (lanes >> a) & 1:
+                d[b * dB + a] = z
+                continue
+            v = to_f32(s[soff[a] + b])
+            if c.has_szp:
+                v = v - c.szp
+            if c.has_sscale:
+                v = v * ssc[a]
+            if c.has_sum:
+                v = v + c.beta * to_f32(d[b * dB + a])
+            if c.has_dscale:
+                v = v * dinv[a]
+            if c.has_dzp:
+                v = v + c.dzp
+            if c.has_adj:
+                v = v * c.adj
+            from_f32(v, &d[b * dB + a])
+            if dst_t is int8_t:
+                if acc != NULL:
+                    acc[a] += d[b * dB + a]
+    b = nbv if nbv > 0 else 0
+    while b < nbw:
+        memset(&d[b * dB], 0, 16 * sizeof(dst_t))
+        b += 1
+
+
+cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpec* T,
+                      const QCtx* c, const rq_math_t* m, rq_block_fn fn, int64_t lo, int64_t hi,
+                      int split, int64_t base) noexcept nogil:
+    """Outer positions [lo, hi): per position, all lane groups in one call. Scale vectors are
+    refilled only when the scale index or the lane mask changes, and the per-lane comp sums
+    are flushed only when the comp index of the position changes."""
+    cdef Walk w
+    cdef rq_block_t blk
+    cdef int64_t G = T.ngroups, n = T.ngroups * 16
+    cdef int64_t it, g, a, k, j, nvalid, nwrite, nbv, nbw
+    cdef int64_t last_ko = -1, last_co = 0
+    cdef int e, have_co = 0, fresh
+    cdef uint32_t lane
+    cdef char* mem = <char*>malloc(n * (2 * sizeof(float) + sizeof(int32_t)) + G * sizeof(uint16_t) + 64)
+    cdef float* ssc
+    cdef float* dinv
+    cdef int32_t* acc
+    cdef uint16_t* lanes
+    if mem == NULL:
+        return                      # cannot happen for <= 4096 lanes; never write garbage
+    ssc = <float*>mem
+    dinv = ssc + n
+    acc = <int32_t*>(dinv + n)
+    lanes = <uint16_t*>(acc + n)
+    for j in range(n):
+        ssc[j] = c.sscale[0]
+        dinv[j] = c.dinv[0]
+        acc[j] = 0
+    for g in range(G):
+        lanes[g] = 0xffff
+    blk.ngroups, blk.dB, blk.soff, blk.nt = G, T.bds, T.soff, T.nt
+    blk.lanes, blk.ssc, blk.dinv = lanes, ssc, dinv
+    blk.acc = acc if c.acc != NULL else NULL
+    walk_start(p, &w, lo)
+    if split >= 0 and p.dim[split] >= 0:
+        w.coord[p.dim[split]] += base * p.w[split]
+    fresh = 1                       # lane masks must be (re)computed
+    for it in range(lo, hi):
+        walk_bounds(p, &w, &nvalid, &nwrite)
+        if nwrite == 0:
+            walk_next(p, &w)
+            continue
+        nbv = T.bext
+        nbw = T.bext
+        if T.bdim >= 0:
+            nbw = count_below(p.alloc[T.bdim], w.coord[T.bdim], T.bw, T.bext)
+            nbv = count_below(p.valid[T.bdim], w.coord[T.bdim], T.bw, T.bext)
+            if nbv > nbw:
+                nbv = nbw
+        if nvalid == 0:
+            nbv = 0
+        if T.nck > 0 or fresh or nbv == 0:
+            for g in range(G):
+                lane = 0xffff if nbv > 0 else 0
+                for k in range(T.nck):
+                    e = T.ckdim[k]
+                    for a in range(16):
+                        if w.coord[e] + T.acoord[k * n + g * 16 + a] >= p.valid[e]:
+                            lane &= ~(1u << a)
+                lanes[g] = <uint16_t>lane
+            fresh = nbv == 0 or T.nck > 0
+            last_ko = -1
+        if (c.sscale_masked or c.dscale_masked) and w.ko != last_ko:
+            for j in range(n):
+                lane = (lanes[j // 16] >> (j % 16)) & 1
+                if c.sscale_masked:
+                    ssc[j] = c.sscale[w.ko + T.koff[j]] if lane else 0.0
+                if c.dscale_masked:
+                    dinv[j] = c.dinv[w.ko + T.koff[j]] if lane else 0.0
+            last_ko = w.ko
+        if c.acc != NULL and (not have_co or w.co != last_co):
+            if have_co:
+                for j in range(n):
+                    c.acc[last_co + T.coff[j]] += acc[j]
+                    acc[j] = 0
+            last_co = w.co
+            have_co = 1
+        blk.nbv, blk.nbw = nbv, nbw
+        if fn != NULL:
+            fn(s + w.so, d + w.do, &blk, m)
+        else:
+            for g in range(G):
+                _tile_scalar(s + w.so, &T.soff[g * 16], d + w.do + g * 16, T.bds, nbv, nbw,
+                             lanes[g], &ssc[g * 16], &dinv[g * 16], c,
+                             &acc[g * 16] if c.acc != NULL else NULL)
+        walk_next(p, &w)
+    if c.acc != NULL and have_co:
+        for j in range(n):
+            c.acc[last_co + T.coff[j]] += acc[j]
+    free(mem)
+
+
+# ---------------------------------------------------------------------------------------------
+# int8 weights with `4i16o4i` inner blocks: see rq_w_t in _convert_simd.h. The outer nodes
+# (with a trailing dummy node) are walked as for the tile kernel; per position the AVX-512
+# VBMI kernel, or the portable loop below, writes S blocks of 256 bytes.
+
+cdef struct WSpec:
+    int64_t so, S, ow, ks, cs
+    int odim, idim
+
+
+cdef void _w_scalar(const src_t* s, dst_t* d, const rq_w_t* k, const QCtx* c) noexcept nogil:
+    """Portable version of the `4i16o4i` kernel: same arithmetic, same bytes."""
+    cdef int64_t o, i, sp, S = k.S
+    cdef float v
+    cdef dst_t* q
+    for o in range(16):
+        for sp in range(S):
+            for i in range(16):
+                q = &d[sp * 256 + (i // 4) * 64 + o * 4 + i % 4]
+                if o >= k.nvo or i >= k.nvi:
+                    memset(q, 0, sizeof(dst_t))
+                    continue
+                v = to_f32(s[o * k.so + i * S + sp])
+                if c.has_sscale:
+                    v = v * k.ssc[o]
+                if c.has_dscale:
+                    v = v * k.dinv[o]
+                if c.has_adj:
+                    v = v * c.adj
+                from_f32(v, q)
+                if dst_t is int8_t:
+                    if k.acc != NULL:
+                        k.acc[o] += q[0]
+
+
+cdef void _w_range(const src_t* s, dst_t* d, const NodeList* p, const WSpec* W, const QCtx* c,
+                   const rq_math_t* m, rq_w_fn fn, const uint8_t* idx, int64_t lo, int64_t hi,
+                   int split, int64_t base) noexcept nogil:
+    cdef Walk w
+    cdef rq_w_t k
+    cdef float ssc[16]
+    cdef float dinv[16]
+    cdef int32_t acc[16]
+    cdef int64_t it, o, nvalid, nwrite, last_ko = -1, last_co = 0
+    cdef int have_co = 0
+    for o in range(16):
+        ssc[o] = c.sscale[0]
+        dinv[o] = c.dinv[0]
+        acc[o] = 0
+    k.so, k.S, k.ssc, k.dinv, k.idx = W.so, W.S, ssc, dinv, idx
+    k.acc = acc if c.acc != NULL else NULL
+    walk_start(p, &w, lo)
+    if split >= 0 and p.dim[split] >= 0:
+        w.coord[p.dim[split]] += base * p.w[split]
+    for it in range(lo, hi):
+        walk_bounds(p, &w, &nvalid, &nwrite)
+        if nwrite == 0:
+            walk_next(p, &w)
+            continue
+        k.nvo = 16 if nvalid > 0 else 0
+        k.nvi = 16
+        if W.odim >= 0 and k.nvo:
+            k.nvo = count_below(p.valid[W.odim], w.coord[W.odim], W.ow, 16)
+        if W.idim >= 0:
+            k.nvi = count_below(p.valid[W.idim], w.coord[W.idim], 1, 16)
+        if (c.sscale_masked or c.dscale_masked) and (w.ko != last_ko or k.nvo < 16):
+            for o in range(16):
+                if c.sscale_masked:
+                    ssc[o] = c.sscale[w.ko + o * W.ks] if o < k.nvo else 0.0
+                if c.dscale_masked:
+                    dinv[o] = c.dinv[w.ko + o * W.ks] if o < k.nvo else 0.0
+            last_ko = w.ko if k.nvo == 16 else -1
+        if c.acc != NULL and (not have_co or w.co != last_co):
+            if have_co:
+                for o in range(16):
+                    c.acc[last_co + o * W.cs] += acc[o]
+                    acc[o] = 0
+            last_co = w.co
+            have_co = 1
+        if fn != NULL:
+            fn(s + w.so, d + w.do, &k, m)
+        else:
+            _w_scalar(s + w.so, d + w.do, &k, c)
+        walk_next(p, &w)
+    if c.acc != NULL and have_co:
+        for o in range(16):
+            c.acc[last_co + o * W.cs] += acc[o]
+
+
+# ---------------------------------------------------------------------------------------------
+# one driver for the three runners: the strided walk, the tile and the `4i16o4i` weights
+
+cdef enum:
+    K_WALK = 0
+    K_TILE = 1
+    K_W = 2
+
+
+cdef struct Job:
+    int kind
+    const TileSpec* T
+    const WSpec* W
+    const rq_math_t* m
+    rq_block_fn bfn              # SIMD tile for this dtype pair, or NULL (portable loops)
+    rq_w_fn wfn                  # SIMD `4i16o4i` kernel, or NULL
+    const uint8_t* idx
+
+
+cdef void _range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, const Job* J,
+                 int64_t lo, int64_t hi, int split, int64_t base) noexcept nogil:
+    if J.kind == K_TILE:
+        _tile_range(s, d, p, J.T, c, J.m, J.bfn, lo, hi, split, base)
+    elif J.kind == K_W:
+        _w_range(s, d, p, J.W, c, J.m, J.wfn, J.idx, lo, hi, split, base)
+    else:
+        _walk_range(s, d, p, c, lo, hi, split, base)
+
+
+cdef void _part(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, const Job* J,
+                int split, int64_t lo, int64_t hi) noexcept nogil:
+    """A thread's share when node `split` is divided: its digits [lo, hi), on a private copy
+    of the node list whose pointers start at digit lo."""
+    cdef NodeList q
+    cdef QCtx qc
+    if hi <= lo:
+        return
+    memcpy(&q, p, sizeof(NodeList))
+    memcpy(&qc, c, sizeof(QCtx))
+    q.ext[split] = hi - lo
+    if qc.sscale_masked:
+        qc.sscale = qc.sscale + lo * p.ks[split]
+    if qc.dscale_masked:
+        qc.dinv = qc.dinv + lo * p.ks[split]
+    if qc.acc != NULL:
+        qc.acc = qc.acc + lo * p.cs[split]
+    _range(s + lo * p.ss[split], d + lo * p.ds[split], &q, &qc, J, 0, outer_count(&q), split, lo)
+
+
+cdef void _drive(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, const Job* J,
+                 int split, int nthreads) noexcept nogil:
+    """Threads take a static split of the outer iterations; with compensation they split node
+    `split` instead (one that carries a comp index), so every sum is owned by one thread."""
+    cdef int64_t outer = outer_count(p)
+    cdef int64_t ext
+    cdef int t, nchunks
+    if outer == 0 or p.ext[p.n - 1] == 0 or (J.kind == K_TILE and J.T.bext == 0):
+        return
+    if split < 0:
+        nchunks = nthreads if outer >= nthreads else <int>outer
+        if nchunks <= 1:
+            _range(s, d, p, c, J, 0, outer, -1, 0)
+            return
+        for t in prange(nchunks, num_threads=nchunks, schedule="static"):
+            _range(s, d, p, c, J, outer * t // nchunks, outer * (t + 1) // nchunks, -1, 0)
+        return
+    ext = p.ext[split]
+    nchunks = nthreads if ext >= nthreads else <int>ext
+    if nchunks <= 1:
+        _range(s, d, p, c, J, 0, outer, -1, 0)
+        return
+    for t in prange(nchunks, num_threads=nchunks, schedule="static"):
+        _part(s, d, p, c, J, split, ext * t // nchunks, ext * (t + 1) // nchunks)
+
+
+cdef void _dispatch_dst(const src_t* s, uintptr_t d, int dcode, const NodeList* p,
+                        const QCtx* c, const Job* J, int split, int nthreads) noexcept nogil:
+    if dcode == 0:
+        _drive(s, <float*>d, p, c, J, split, nthreads)
+    elif dcode == 1:
+        _drive(s, <double*>d, p, c, J, split, nthreads)
+    elif dcode == 2:
+        _drive(s, <f16_t*>d, p, c, J, split, nthreads)
+    elif dcode == 3:
+        _drive(s, <bf16_t*>d, p, c, J, split, nthreads)
+    elif dcode == 4:
+        _drive(s, <int8_t*>d, p, c, J, split, nthreads)
+    elif dcode == 5:
+        _drive(s, <uint8_t*>d, p, c, J, split, nthreads)
+    elif dcode == 6:
+        _drive(s, <int32_t*>d, p, c, J, split, nthreads)
+
+
+cdef void _dispatch(uintptr_t s, int scode, uintptr_t d, int dcode, const NodeList* p,
+                    const QCtx* c, const Job* J, int split, int nthreads) noexcept nogil:
+    if scode == 0:
+        _dispatch_dst(<const float*>s, d, dcode, p, c, J, split, nthreads)
+    elif scode == 1:
+        _dispatch_dst(<const double*>s, d, dcode, p, c, J, split, nthreads)
+    elif scode == 2:
+        _dispatch_dst(<const f16_t*>s, d, dcode, p, c, J, split, nthreads)
+    elif scode == 3:
+        _dispatch_dst(<const bf16_t*>s, d, dcode, p, c, J, split, nthreads)
+    elif scode == 4:
+        _dispatch_dst(<const int8_t*>s, d, dcode, p, c, J, split, nthreads)
+    elif scode == 5:
+        _dispatch_dst(<const uint8_t*>s, d, dcode, p, c, J, split, nthreads)
+    elif scode == 6:
+        _dispatch_dst(<const int32_t*>s, d, dcode, p, c, J, split, nthreads)
+
+
+cdef class Convert:
+    """The strided-walk conversion kernel, prepared once per plan (the base of the others).
+
+    scode, dcode    -- dtype codes: f32 0, f64 1, f16 2, bf16 3, s8 4, u8 5, s32 6
+    nodes           -- rows (extent, src stride, dst stride, dim or -1, weight, scale
+                       index stride, comp index stride), outermost first             # IN
+    checked         -- rows (dim, logical size, dst padded size)                    # IN
+    sscale, dinv    -- src scales and reciprocal dst scales (f32, >= 1 value)       # IN
+    split           -- the node threads split when compensation is accumulated (one
+                       that carries a comp index), or -1 (then one thread does it)
+    """
+    cdef NodeList p
+    cdef QCtx c
+    cdef rq_math_t m
+    cdef TileSpec T
+    cdef WSpec W
+    cdef uint8_t idx[192]
+    cdef int scode, dcode, split, kind
+    cdef object keep            # the arrays the context and tables point into
+
+    def __init__(self, int scode, int dcode, const int64_t[:, ::1] nodes,
+                 const int64_t[:, ::1] checked, const float[::1] sscale, bint sscale_masked,
+                 bint has_sscale, const float[::1] dinv, bint dscale_masked, bint has_dscale,
+                 float szp, bint has_szp, float dzp, bint has_dzp, float beta, bint has_sum,
+                 float adj, int split):
+        if not (0 <= scode <= 6 and 0 <= dcode <= 6):
+            raise ValueError(f"bad dtype codes {scode}, {dcode}")
+        if nodes.shape[1] != 7:
+            raise ValueError("conversion nodes need 7 columns")
+        if sscale.shape[0] < 1 or dinv.shape[0] < 1:
+            raise ValueError("scale arrays must hold at least one value")
+        fill_nodes(&self.p, nodes, checked)
+        if not -1 <= split < self.p.n:
+            raise ValueError(f"bad split node {split}")
+        self.keep = (sscale, dinv)
+        self.c.sscale = &sscale[0]
+        self.c.dinv = &dinv[0]
+        self.c.sscale_masked = sscale_masked
+        self.c.dscale_masked = dscale_masked
+        self.c.has_sscale = self.m.has_sscale = has_sscale
+        self.c.has_dscale = self.m.has_dscale = has_dscale
+        self.c.has_szp = self.m.has_szp = has_szp
+        self.c.has_dzp = self.m.has_dzp = has_dzp
+        self.c.has_sum = self.m.has_sum = has_sum
+        self.c.has_adj = self.m.has_adj = adj != 1.0
+        self.c.szp = self.m.szp = szp
+        self.c.dzp = self.m.dzp = dzp
+        self.c.beta = self.m.beta = beta
+        self.c.adj = self.m.adj = adj
+        self.c.acc = NULL
+        self.scode, self.dcode, self.split, self.kind = scode, dcode, split, K_WALK
+
+    @property
+    def simd(self):
+        """True when this CPU runs this kernel's AVX-512 code for its dtype pair."""
+        if self.kind == K_TILE:
+            return rq_block_kernel(self.scode, self.dcode) != NULL
+        if self.kind == K_W:
+            return rq_w_kernel(self.scode, self.dcode) != NULL
+        return False
+
+    def run(self, uintptr_t src, uintptr_t dst, int nthreads, uintptr_t acc=0):
+        """src, dst: addresses of logical element (0, ..., 0) of each side. acc: a zeroed
+        int32 buffer over the compensation layout that receives the sums of the stored s8
+        values, or 0."""
+        cdef QCtx c = self.c
+        cdef Job J
+        cdef int split = self.split
+        if acc != 0 and self.dcode != 4:
+            raise ValueError("compensation needs an s8 destination")
+        J.kind, J.T, J.W, J.m, J.idx = self.kind, &self.T, &self.W, &self.m, self.idx
+        J.bfn = rq_block_kernel(self.scode, self.dcode) if self.kind == K_TILE else NULL
+        J.wfn = rq_w_kernel(self.scode, self.dcode) if self.kind == K_W else NULL
+        c.acc = <int32_t*>acc
+        if acc == 0:
+            split = -1
+        elif split < 0:
+            nthreads = 1          # no node to split: one thread owns every sum
+        if nthreads < 1:
+            nthreads = 1
+        with nogil:
+            _dispatch(src, self.scode, dst, self.dcode, &self.p, &c, &J, split, nthreads)
+
+
+cdef class ConvertTile(Convert):
+    """Tile conversion kernel (see the tile section).
+
+    nodes     -- outer nodes (7 columns, as for Convert), then a dummy node of extent 1
+    soff, koff, coff -- [G*16] lane tables (int64)
+    acoord    -- [nck, G*16] lane coordinates along the checked dims in `ckdims`
+    b         -- B as (extent, dst stride, weight, checked dim or -1)
+    nt        -- stream full 64-byte lines of 16-bit outputs
+    """
+    def __init__(self, int scode, int dcode, const int64_t[:, ::1] nodes,
+                 const int64_t[:, ::1] checked, const float[::1] sscale, bint sscale_masked,
+                 bint has_sscale, const float[::1] dinv, bint dscale_masked, bint has_dscale,
+                 float szp, bint has_szp, float dzp, bint has_dzp, float beta, bint has_sum,
+                 float adj, int split, const int64_t[::1] soff, const int64_t[::1] koff,
+                 const int64_t[::1] coff, const int64_t[:, ::1] acoord, const int64_t[::1] ckdims,
+                 const int64_t[::1] b, bint nt=False):
+        Convert.__init__(self, scode, dcode, nodes, checked, sscale, sscale_masked, has_sscale,
+                         dinv, dscale_masked, has_dscale, szp, has_szp, dzp, has_dzp, beta,
+                         has_sum, adj, split)
+        cdef int k
+        n = soff.shape[0]
+        if n == 0 or n % 16 or koff.shape[0] != n or coff.shape[0] != n \
+                or acoord.shape[1] != n or acoord.shape[0] != ckdims.shape[0] \
+                or ckdims.shape[0] > MAX_DIMS or b.shape[0] != 4:
+            raise ValueError("inconsistent tile tables")
+        if self.p.ext[self.p.n - 1] != 1:
+            raise ValueError("tile nodes must end with a dummy node of extent 1")
+        self.keep = (self.keep, soff, koff, coff, acoord)
+        self.T.nt = nt
+        self.T.ngroups = n // 16
+        self.T.soff = &soff[0]
+        self.T.koff = &koff[0]
+        self.T.coff = &coff[0]
+        self.T.acoord = &acoord[0, 0] if acoord.shape[0] else NULL
+        self.T.nck = ckdims.shape[0]
+        for k in range(self.T.nck):
+            self.T.ckdim[k] = <int>ckdims[k]
+        self.T.bext, self.T.bds, self.T.bw, self.T.bdim = b[0], b[1], b[2], <int>b[3]
+        self.kind = K_TILE
+
+
+cdef class ConvertW4i16o4i(Convert):
+    """int8 weights kernel for `4i16o4i` destinations (see the weights section).
+
+    nodes  -- outer nodes (7 columns), then a dummy node of extent 1
+    w      -- (S, o row stride, o lane weight, o scale stride, o comp stride, o checked dim or
+              -1, i checked dim or -1)
+    """
+    def __init__(self, int scode, int dcode, const int64_t[:, ::1] nodes,
+                 const int64_t[:, ::1] checked, const float[::1] sscale, bint sscale_masked,
+                 bint has_sscale, const float[::1] dinv, bint dscale_masked, bint has_dscale,
+                 float szp, bint has_szp, float dzp, bint has_dzp, float beta, bint has_sum,
+                 float adj, int split, const int64_t[::1] w):
+        Convert.__init__(self, scode, dcode, nodes, checked, sscale, sscale_masked, has_sscale,
+                         dinv, dscale_masked, has_dscale, szp, has_szp, dzp, has_dzp, beta,
+                         has_sum, adj, split)
+        cdef int q, j, i
+        cdef int64_t nat, v, e
+        if dcode not in (4, 5) or has_szp or has_dzp or has_sum or w.shape[0] != 7 \
+                or not 1 <= w[0] <= 12 or self.p.ext[self.p.n - 1] != 1:
+            raise ValueError("the 4i16o4i kernel takes s8/u8 weights, scales only, 1..12 "
+                             "spatial points, and outer nodes ending with a dummy node")
+        self.W.S, self.W.so, self.W.ow, self.W.ks, self.W.cs = w[0], w[1], w[2], w[3], w[4]
+        self.W.odim, self.W.idim = <int>w[5], <int>w[6]
+        for q in range(3):
+            for j in range(4):
+                for i in range(16):
+                    # natural row byte i*S + s -> its position after the packs (see RQ_W)
+                    nat = i * self.W.S + 4 * q + j if 4 * q + j < self.W.S else 0
+                    v, e = nat // 16, nat % 16
+                    self.idx[q * 64 + j * 16 + i] = <uint8_t>(
+                        (v // 4) * 64 + (e // 4) * 16 + (v % 4) * 4 + e % 4)
+        self.kind = K_W
+
+
+def simd_available():
+    """True when the AVX-512 conversion tiles can run on this CPU."""
+    return bool(rq_simd_available())
+
+
+def set_simd(int mode):
+    """1: AVX-512 tiles (hardware bf16 when the CPU has it), 2: AVX-512 with the emulated
+    bf16, 0: portable loops only. Tests compare every path with the reference."""
+    rq_set_simd(mode)
+
+
+def finish_compensation(uintptr_t acc, uintptr_t s8s8, uintptr_t zp, int64_t n):
+    """Turn sums of q into compensation: s8s8 = -128 * sum, zp = -sum (int32, wrapping).
+    acc may be the same buffer as s8s8 or zp."""
+    cdef int32_t* a = <int32_t*>acc
+    cdef int32_t* s = <int32_t*>s8s8
+    cdef int32_t* z = <int32_t*>zp
+    cdef int64_t i
+    cdef uint32_t q
+    with nogil:
+        for i in range(n):
+            q = <uint32_t>a[i]
+            if z != NULL:
+                z[i] = <int32_t>(0u - q)
+            if s != NULL:
+                s[i] = <int32_t>(0u - (q << 7))
+
+
+# ---------------------------------------------------------------------------------------------
+# single-value conversions, for tests and for the docs' rounding table
+
+def convert_values(values, int dcode):
+    """f32 values -> the bit pattern (as Python ints) the kernels store for dtype `dcode`."""
+    cdef float v
+    cdef f16_t h
+    cdef bf16_t b
+    out = []
+    for x in values:
+        v = x
+        if dcode == 0:
+            out.append(v)
+        elif dcode == 1:
+            out.append(<double>v)
+        elif dcode == 2:
+            from_f32(v, &h)
+            out.append(h.bits)
+        elif dcode == 3:
+            from_f32(v, &b)
+            out.append(b.bits)
+        elif dcode == 4:
+            out.append(rq_to_s8(v))
+        elif dcode == 5:
+            out.append(rq_to_u8(v))
+        elif dcode == 6:
+            out.append(rq_to_s32(v))
+        else:
+            raise ValueError(f"bad dtype code {dcode}")
+    return out

@@ -1,0 +1,504 @@
+/* Conversion tiles with AVX-512 register transposes, chosen at run time.
+ *
+ * A tile call converts one "lane group" of 16 destination-contiguous elements (lanes a) along
+ * a run of a source-contiguous node B (columns b):
+ *
+ *     dst[b*dB + a] = convert(math(src[soff[a] + b]))      a < 16, b < nbv, lane a valid
+ *     dst[b*dB + a] = 0                                    invalid lanes, and nbv <= b < nbw
+ *
+ * 16 source rows of up to 16 columns are loaded (masked), transposed in registers to 16
+ * destination vectors, and converted there, so every load and store is a full vector. The
+ * arithmetic is that of the scalar kernels in _convert.pyx, in the same order, with the same
+ * saturation (NaN -> the bound tested first) and round half to even, so both paths write the
+ * same bytes. acc (s8 destinations) receives per-lane sums of the stored values.
+ *
+ * rq_block_kernel(scode, dcode) returns the function that runs all lane groups of one outer
+ * position for a dtype pair, or NULL when the CPU lacks AVX-512 (F, BW, VL, DQ); callers then
+ * use the portable loops. Built with __attribute__((target)), never with -march=native.
+ */
+#ifndef REORDER_CONVERT_SIMD_H
+#define REORDER_CONVERT_SIMD_H
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    float szp, dzp, beta, adj;
+    int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj;
+} rq_math_t;
+
+
+/* One outer position: G lane groups (group g at dst + 16*g, lanes soff[16g..], scale
+   vectors ssc/dinv[16g..], lane mask lanes[g], accumulators acc[16g..] or NULL). */
+typedef struct {
+    int64_t ngroups, dB, nbv, nbw;
+    int64_t nt;            /* stream full 64-byte lines of 16-bit outputs (large dst) */
+    const int64_t* soff;
+    const uint16_t* lanes;
+    const float* ssc;
+    const float* dinv;
+    int32_t* acc;
+} rq_block_t;
+typedef void (*rq_block_fn)(const void* src, void* dst, const rq_block_t* blk, const rq_math_t* m);
+
+typedef struct {
+    int64_t so;            /* source stride between the o rows (elements) */
+    int64_t S;             /* spatial points per row, 1..12 */
+    int64_t nvo, nvi;      /* valid o rows and valid i (prefixes) at this position */
+    const float* ssc;      /* 16 per-o scales (or the common one repeated) */
+    const float* dinv;     /* 16 per-o reciprocal dst scales */
+    int32_t* acc;          /* 16 per-o sums of the stored bytes, added to; or NULL */
+    const uint8_t* idx;    /* 3 x 64 vpermi2b indices: packed position of byte i*S + s, for
+                              output (s, i) (see RQ_W) */
+} rq_w_t;
+typedef void (*rq_w_fn)(const void* src, void* dst, const rq_w_t* k, const rq_math_t* m);
+
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define RQ_X86 1
+#include <immintrin.h>
+#define RQ_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+
+/* ---- loads: up to 16 elements (mask k) -> f32 ------------------------------------------- */
+RQ_TGT static inline __m512 rq_ld_f32(const void* p, __mmask16 k) {
+    return _mm512_maskz_loadu_ps(k, p);
+}
+RQ_TGT static inline __m512 rq_ld_f64(const void* p, __mmask16 k) {
+    __m256 lo = _mm512_cvtpd_ps(_mm512_maskz_loadu_pd((__mmask8)k, p));
+    __m256 hi = _mm512_cvtpd_ps(_mm512_maskz_loadu_pd((__mmask8)(k >> 8), (const double*)p + 8));
+    return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+}
+RQ_TGT static inline __m512 rq_ld_bf16(const void* p, __mmask16 k) {
+    __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+RQ_TGT static inline __m512 rq_ld_f16(const void* p, __mmask16 k) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, p));
+}
+RQ_TGT static inline __m512 rq_ld_s8(const void* p, __mmask16 k) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, p)));
+}
+RQ_TGT static inline __m512 rq_ld_u8(const void* p, __mmask16 k) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, p)));
+}
+RQ_TGT static inline __m512 rq_ld_s32(const void* p, __mmask16 k) {
+    return _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(k, p));
+}
+
+/* ---- stores: f32 vector -> 16 elements; lanes outside k are written as 0 ---------------- */
+#define RQ_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+RQ_TGT static inline void rq_st_f32(void* p, __m512 v, __mmask16 k, __m512i* acc) {
+    (void)acc; _mm512_storeu_ps(p, _mm512_maskz_mov_ps(k, v));
+}
+RQ_TGT static inline void rq_st_f64(void* p, __m512 v, __mmask16 k, __m512i* acc) {
+    (void)acc; v = _mm512_maskz_mov_ps(k, v);
+    _mm512_storeu_pd(p, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+    _mm512_storeu_pd((double*)p + 8, _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+}
+RQ_TGT static inline __m256i rq_cv_f16(__m512 v, __mmask16 k) {
+    return _mm512_cvtps_ph(_mm512_maskz_mov_ps(k, v), RQ_RNE);
+}
+RQ_TGT static inline void rq_st_f16(void* p, __m512 v, __mmask16 k, __m512i* acc) {
+    (void)acc;
+    _mm256_storeu_si256((__m256i*)p, _mm512_cvtps_ph(_mm512_maskz_mov_ps(k, v), RQ_RNE));
+}
+/* bf16 as oneDNN: f32 denormals -> signed 0, NaN -> quiet (bit 6), else round half to even */
+RQ_TGT static inline __m512i rq_bf16_bits(__m512 v) {
+    __m512i x = _mm512_castps_si512(v);
+    __m512i e = _mm512_and_si512(x, _mm512_set1_epi32(0x7f800000));
+    __m512i hi = _mm512_srli_epi32(x, 16);
+    __m512i odd = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), odd), 16);
+    __mmask16 kinf = _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(0x7f800000));
+    __mmask16 knan = _mm512_mask_test_epi32_mask(kinf, x, _mm512_set1_epi32(0x007fffff));
+    __mmask16 kden = _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512());
+    r = _mm512_mask_mov_epi32(r, kinf, hi);
+    r = _mm512_mask_mov_epi32(r, knan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+    r = _mm512_mask_mov_epi32(r, kden, _mm512_and_si512(hi, _mm512_set1_epi32(0x8000)));
+    return r;
+}
+RQ_TGT static inline __m256i rq_cv_bf16(__m512 v, __mmask16 k) {
+    return _mm512_cvtepi32_epi16(_mm512_maskz_mov_epi32(k, rq_bf16_bits(v)));
+}
+RQ_TGT static inline void rq_st_bf16(void* p, __m512 v, __mmask16 k, __m512i* acc) {
+    (void)acc;
+    _mm256_storeu_si256((__m256i*)p, _mm512_cvtepi32_epi16(_mm512_maskz_mov_epi32(k, rq_bf16_bits(v))));
+}
+#define RQ_TGT_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+/* vcvtneps2bf16 rounds half to even, treats f32 denormals as zero and quiets NaN (bit 6):
+   the same bits as rq_bf16_bits (the tests compare both with the reference). */
+RQ_TGT_BF16 static inline __m256i rq_cv_bf16hw(__m512 v, __mmask16 k) {
+    return (__m256i)_mm512_maskz_cvtneps_pbh(k, v);
+}
+RQ_TGT_BF16 static inline void rq_st_bf16hw(void* p, __m512 v, __mmask16 k, __m512i* acc) {
+    (void)acc;
+    _mm256_storeu_si256((__m256i*)p, (__m256i)_mm512_maskz_cvtneps_pbh(k, v));
+}
+RQ_TGT static inline void rq_st_s8(void* p, __m512 v, __mmask16 k, __m512i* acc) {
+    v = _mm512_min_ps(v, _mm512_set1_ps(127.0f));                 /* NaN -> 127 */
+    __m512i q = _mm512_cvt_roundps_epi32(v, RQ_RNE);              /* <= -2^31 -> INT_MIN */
+    q = _mm512_maskz_max_epi32(k, q, _mm512_set1_epi32(-128));
+    *acc = _mm512_add_epi32(*acc, q);
+    _mm_storeu_si128((__m128i*)p, _mm512_cvtepi32_epi8(q));
+}
+RQ_TGT static inline void rq_st_u8(void* p, __m512 v, __mmask16 k, __m512i* acc) {
+    (void)acc;
+    v = _mm512_max_ps(v, _mm512_setzero_ps());                    /* NaN -> 0 */
+    v = _mm512_min_ps(v, _mm512_set1_ps(255.0f));
+    __m512i q = _mm512_maskz_cvt_roundps_epi32(k, v, RQ_RNE);
+    _mm_storeu_si128((__m128i*)p, _mm512_cvtepi32_epi8(q));
+}
+RQ_TGT static inline void rq_st_s32(void* p, __m512 v, __mmask16 k, __m512i* acc) {
+    (void)acc;
+    v = _mm512_min_ps(v, _mm512_set1_ps(2147483520.0f));          /* NaN -> 2147483520 */
+    _mm512_storeu_si512(p, _mm512_maskz_cvt_roundps_epi32(k, v, RQ_RNE));
+}
+
+/* ---- 16x16 f32 transpose: r[a][b] -> r[b][a] ------------------------------------------ */
+RQ_TGT static inline void rq_tr16(__m512* r) {
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* s[g][c]: lane L holds column 4L + c of rows 4g .. 4g+3 */
+    __m512 s[4][4];
+    for (int g = 0; g < 4; g++) {
+        __m512d t0 = _mm512_castps_pd(t[4 * g]), t1 = _mm512_castps_pd(t[4 * g + 1]);
+        __m512d t2 = _mm512_castps_pd(t[4 * g + 2]), t3 = _mm512_castps_pd(t[4 * g + 3]);
+        s[g][0] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+        s[g][1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+        s[g][2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+        s[g][3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+    }
+    for (int c = 0; c < 4; c++) {
+        __m512 x0 = _mm512_shuffle_f32x4(s[0][c], s[1][c], 0x44);
+        __m512 x1 = _mm512_shuffle_f32x4(s[0][c], s[1][c], 0xEE);
+        __m512 x2 = _mm512_shuffle_f32x4(s[2][c], s[3][c], 0x44);
+        __m512 x3 = _mm512_shuffle_f32x4(s[2][c], s[3][c], 0xEE);
+        r[c] = _mm512_shuffle_f32x4(x0, x2, 0x88);
+        r[4 + c] = _mm512_shuffle_f32x4(x0, x2, 0xDD);
+        r[8 + c] = _mm512_shuffle_f32x4(x1, x3, 0x88);
+        r[12 + c] = _mm512_shuffle_f32x4(x1, x3, 0xDD);
+    }
+}
+
+/* arithmetic of one destination vector, in the order of the scalar code (no sum here) */
+#define RQ_TILE_MATH(V) ({                                                                      \
+        __m512 w_ = (V);                                                                        \
+        if (hz) w_ = _mm512_sub_ps(w_, szp);                                                    \
+        if (hs) w_ = _mm512_mul_ps(w_, vs);                                                     \
+        if (hd) w_ = _mm512_mul_ps(w_, vd);                                                     \
+        if (hdz) w_ = _mm512_add_ps(w_, dzp);                                                   \
+        if (ha) w_ = _mm512_mul_ps(w_, adj);                                                    \
+        w_; })
+#define RQ_NT_OK_f16 1
+#define RQ_NT_OK_bf16 1
+#define RQ_NT_OK_bf16hw 1
+#define RQ_NT_OK_f32 0
+#define RQ_NT_OK_f64 0
+#define RQ_NT_OK_s8 0
+#define RQ_NT_OK_u8 0
+#define RQ_NT_OK_s32 0
+#define RQ_CV_f16 rq_cv_f16
+#define RQ_CV_bf16 rq_cv_bf16
+#define RQ_CV_bf16hw rq_cv_bf16hw
+#define RQ_CV_f32(v, k) _mm256_setzero_si256()
+#define RQ_CV_f64(v, k) _mm256_setzero_si256()
+#define RQ_CV_s8(v, k) _mm256_setzero_si256()
+#define RQ_CV_u8(v, k) _mm256_setzero_si256()
+#define RQ_CV_s32(v, k) _mm256_setzero_si256()
+/* arithmetic of one destination vector (same order as the scalar code), then the store */
+#define RQ_TILE_OUT(DN, ST, V, D)                                                               \
+    do {                                                                                        \
+        __m512 v_ = (V);                                                                        \
+        char* d_ = (D);                                                                         \
+        if (hz) v_ = _mm512_sub_ps(v_, szp);                                                    \
+        if (hs) v_ = _mm512_mul_ps(v_, vs);                                                     \
+        if (hm) v_ = _mm512_add_ps(v_, _mm512_mul_ps(beta, rq_ld_##DN(d_, 0xffff)));            \
+        if (hd) v_ = _mm512_mul_ps(v_, vd);                                                     \
+        if (hdz) v_ = _mm512_add_ps(v_, dzp);                                                   \
+        if (ha) v_ = _mm512_mul_ps(v_, adj);                                                    \
+        rq_st_##ST(d_, v_, kl, &vacc);                                                          \
+    } while (0)
+#define RQ_TILE(SN, SSIZE, DN, DSIZE) RQ_TILE_T(SN, SSIZE, DN, DSIZE, RQ_TGT, DN)
+#define RQ_TILE_T(SN, SSIZE, DN, DSIZE, TGT, ST)                                               \
+TGT static inline __attribute__((always_inline)) void                                          \
+rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,                          \
+        int64_t dB, int64_t nbv, int64_t nbw, uint32_t lanes, const float* ssc,                 \
+        const float* dinv, const rq_math_t* m, int32_t* acc, int nt) {                         \
+    const char* src = (const char*)src_;                                                        \
+    char* dst = (char*)dst_;                                                                    \
+    const __mmask16 kl = (__mmask16)lanes;                                                      \
+    const __m512 vs = _mm512_loadu_ps(ssc), vd = _mm512_loadu_ps(dinv);                         \
+    const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
+    const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
+    const int hz = m->has_szp, hs = m->has_sscale, hm = m->has_sum, hd = m->has_dscale;         \
+    const int hdz = m->has_dzp, ha = m->has_adj;                                                \
+    const int64_t dstep = dB * DSIZE;                                                           \
+    const char* rows[16];                                                                       \
+    __m512i vacc = _mm512_setzero_si512();                                                      \
+    __m512 r[16];                                                                               \
+    for (int a = 0; a < 16; a++) rows[a] = src + soff[a] * SSIZE;                               \
+    int64_t b0 = 0;                                                                             \
+    for (; b0 + 16 <= nbv; b0 += 16) {          /* full chunks: fully unrolled */              \
+        if (lanes == 0xffffu) {                                                                 \
+            _Pragma("GCC unroll 16")                                                            \
+            for (int a = 0; a < 16; a++) r[a] = rq_ld_##SN(rows[a] + b0 * SSIZE, 0xffff);        \
+        } else {                                                                                \
+            _Pragma("GCC unroll 16")                                                            \
+            for (int a = 0; a < 16; a++)                                                        \
+                r[a] = (lanes >> a & 1u) ? rq_ld_##SN(rows[a] + b0 * SSIZE, 0xffff)              \
+                                         : _mm512_setzero_ps();                                 \
+        }                                                                                       \
+        rq_tr16(r);                                                                             \
+        char* d0 = dst + b0 * dstep;                                                            \
+        if (RQ_NT_OK_##ST && nt && dstep == 32 && ((uintptr_t)d0 & 63) == 0 && !hm) {           \
+            /* 16-bit outputs b, b+1 are one 64-byte line: stream it */                        \
+            _Pragma("GCC unroll 8")                                                             \
+            for (int b = 0; b < 16; b += 2) {                                                   \
+                __m256i lo = RQ_CV_##ST(RQ_TILE_MATH(r[b]), kl);                                \
+                __m256i hi = RQ_CV_##ST(RQ_TILE_MATH(r[b + 1]), kl);                            \
+                _mm512_stream_si512((__m512i*)(d0 + b * 32),                                    \
+                                    _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));     \
+            }                                                                                   \
+            continue;                                                                           \
+        }                                                                                       \
+        _Pragma("GCC unroll 16")                                                                \
+        for (int b = 0; b < 16; b++) RQ_TILE_OUT(DN, ST, r[b], d0 + b * dstep);                 \
+    }                                                                                           \
+    if (b0 < nbv) {                             /* the last, partial chunk */                  \
+        int nb = (int)(nbv - b0);                                                               \
+        __mmask16 kb = (__mmask16)((1u << nb) - 1u);                                            \
+        for (int a = 0; a < 16; a++)                                                            \
+            r[a] = (lanes >> a & 1u) ? rq_ld_##SN(rows[a] + b0 * SSIZE, kb)                      \
+                                     : _mm512_setzero_ps();                                     \
+        rq_tr16(r);                                                                             \
+        for (int b = 0; b < nb; b++) RQ_TILE_OUT(DN, ST, r[b], dst + (b0 + b) * dstep);         \
+    }                                                                                           \
+    for (int64_t b = nbv < 0 ? 0 : nbv; b < nbw; b++)                                           \
+        memset(dst + b * dstep, 0, 16 * DSIZE);                                                 \
+    if (acc) {                                                                                  \
+        __m512i old = _mm512_loadu_si512(acc);                                                  \
+        _mm512_storeu_si512(acc, _mm512_add_epi32(old, vacc));                                  \
+    }                                                                                           \
+}                                                                                               \
+TGT static void rq_block_##SN##_##DN(const void* src, void* dst, const rq_block_t* k,           \
+                                     const rq_math_t* m) {                                      \
+    const int64_t G = k->ngroups, dB = k->dB, nbv = k->nbv, nbw = k->nbw;                        \
+    for (int64_t g = 0; g < G; g++)                                                             \
+        rq_tile_##SN##_##DN(src, k->soff + 16 * g, (char*)dst + 16 * g * DSIZE, dB, nbv, nbw,    \
+                            k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m,                   \
+                            k->acc ? k->acc + 16 * g : (int32_t*)0, (int)k->nt);                 \
+    if (k->nt) _mm_sfence();                                                                    \
+}
+
+#define RQ_TILES_FOR(SN, SSIZE)                                                                \
+    RQ_TILE(SN, SSIZE, f32, 4) RQ_TILE(SN, SSIZE, f64, 8) RQ_TILE(SN, SSIZE, f16, 2)           \
+    RQ_TILE(SN, SSIZE, bf16, 2) RQ_TILE(SN, SSIZE, s8, 1) RQ_TILE(SN, SSIZE, u8, 1)            \
+    RQ_TILE(SN, SSIZE, s32, 4)
+RQ_TILES_FOR(f32, 4)
+RQ_TILES_FOR(f64, 8)
+RQ_TILES_FOR(f16, 2)
+RQ_TILES_FOR(bf16, 2)
+RQ_TILES_FOR(s8, 1)
+RQ_TILES_FOR(u8, 1)
+RQ_TILES_FOR(s32, 4)
+
+#define RQ_TILE_BF16HW(SN, SSIZE) RQ_TILE_T(SN, SSIZE, bf16hw, 2, RQ_TGT_BF16, bf16hw)
+#define rq_ld_bf16hw rq_ld_bf16
+RQ_TILE_BF16HW(f32, 4)
+RQ_TILE_BF16HW(f64, 8)
+RQ_TILE_BF16HW(f16, 2)
+RQ_TILE_BF16HW(bf16, 2)
+RQ_TILE_BF16HW(s8, 1)
+RQ_TILE_BF16HW(u8, 1)
+RQ_TILE_BF16HW(s32, 4)
+static const rq_block_fn rq_blocks_bf16hw[7] = {
+    rq_block_f32_bf16hw, rq_block_f64_bf16hw, rq_block_f16_bf16hw, rq_block_bf16_bf16hw,
+    rq_block_s8_bf16hw, rq_block_u8_bf16hw, rq_block_s32_bf16hw };
+
+#define RQ_BROW(SN) { rq_block_##SN##_f32, rq_block_##SN##_f64, rq_block_##SN##_f16,           \
+                      rq_block_##SN##_bf16, rq_block_##SN##_s8, rq_block_##SN##_u8,            \
+                      rq_block_##SN##_s32 }
+static const rq_block_fn rq_blocks[7][7] = {
+    RQ_BROW(f32), RQ_BROW(f64), RQ_BROW(f16), RQ_BROW(bf16), RQ_BROW(s8), RQ_BROW(u8),
+    RQ_BROW(s32)
+};
+
+/* ---- int8 weights, `4i16o4i` inner blocks (OIhw4i16o4i, gOIhw4i16o4i, OIdhw4i16o4i, ...) ---
+ * One outer position = 16 output channels o x 16 input channels i x S spatial points, where
+ * the source holds, for each o, one contiguous row of 16*S elements ([i][s]) and the
+ * destination is S blocks of 256 bytes [i/4][o][i%4]. Per o: the row is converted at full
+ * vector width (scale per o), byte-transposed to [s][i] with vpermi2b, and parked in a
+ * 256-byte-per-s buffer [s][o][i]; then each s is a 16x4 dword transpose into four 64-byte
+ * destination lines. Needs AVX-512 VBMI; S <= 12 (a row fits three registers). */
+#define RQ_TGT_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi")))
+
+/* The row is converted 64 bytes at a time: four f32 vectors -> int32 -> packssdw/packsswb
+   (packuswb for u8), which saturate exactly like the scalar clamp. The packs interleave the
+   four vectors per 128-bit lane, so byte (vector v, element e) sits at (v/4)*64 + (e/4)*16 +
+   (v%4)*4 + e%4; the vpermi2b index table already accounts for that. */
+#define RQ_W(SN, SSIZE, DN)                                                                     \
+RQ_TGT_VBMI static inline __attribute__((always_inline)) void                                   \
+rq_w_body_##SN##_##DN(const void* src_, void* dst_, const rq_w_t* k, const rq_math_t* m,         \
+                      const int64_t S) {                                                        \
+    const char* src = (const char*)src_;                                                        \
+    uint8_t* dst = (uint8_t*)dst_;                                                              \
+    __attribute__((aligned(64))) uint8_t buf[3 * 16 * 64];   /* [q][o][4 s x 16 i] */          \
+    const int64_t L = 16 * S, nvec = (L + 15) / 16, nvalid = k->nvi * S;                        \
+    __mmask16 km[12];                                                                           \
+    for (int v = 0; v < 12; v++) {                                                              \
+        int64_t left = nvalid - 16 * v;                                                         \
+        km[v] = left >= 16 ? (__mmask16)0xffff                                                  \
+              : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1u);                      \
+    }                                                                                           \
+    const __m512 adj = _mm512_set1_ps(m->adj);                                                  \
+    const __m512i ones8 = _mm512_set1_epi8(1), ones16 = _mm512_set1_epi16(1);                  \
+    __m512i vacc = _mm512_setzero_si512();                                                      \
+    const __m512i i0 = _mm512_loadu_si512(k->idx), i1 = _mm512_loadu_si512(k->idx + 64);        \
+    const __m512i i2 = _mm512_loadu_si512(k->idx + 128);                                        \
+    const int full = nvalid == L && L % 16 == 0;                                                \
+    const int hs = m->has_sscale, hd = m->has_dscale, ha = m->has_adj;                          \
+    const int64_t nvo = k->nvo, so = k->so;                                                     \
+    int32_t* const kacc = k->acc;                                                               \
+    for (int o = 0; o < 16; o++) {                                                              \
+        __m512i R[3] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()}; \
+        if (o < nvo) {                                                                          \
+            const char* row = src + (int64_t)o * so * SSIZE;                                    \
+            const __m512 sc = _mm512_set1_ps(k->ssc[o]), di = _mm512_set1_ps(k->dinv[o]);       \
+            _Pragma("GCC unroll 3")                                                             \
+            for (int r = 0; r < 3; r++) {                                                       \
+                if (4 * r >= nvec) break;                                                       \
+                __m512i c0, c1, c2, c3;                                                         \
+                RQ_W_VEC(SN, SSIZE, DN, c0, 4 * r + 0);                                         \
+                RQ_W_VEC(SN, SSIZE, DN, c1, 4 * r + 1);                                         \
+                RQ_W_VEC(SN, SSIZE, DN, c2, 4 * r + 2);                                         \
+                RQ_W_VEC(SN, SSIZE, DN, c3, 4 * r + 3);                                         \
+                R[r] = RQ_W_PACK_##DN(_mm512_packs_epi32(c0, c1), _mm512_packs_epi32(c2, c3));  \
+            }                                                                                   \
+        }                                                                                       \
+        /* [i][s] -> [s][i]: register q holds s = 4q .. 4q+3, 16 bytes each; parked whole */     \
+        _Pragma("GCC unroll 3")                                                                 \
+        for (int q = 0; q < 3; q++) {                                                           \
+            if (4 * q >= S) break;                                                              \
+            __m512i id = q == 0 ? i0 : q == 1 ? i1 : i2;                                        \
+            __m512i P = _mm512_permutex2var_epi8(R[0], id, R[1]);                               \
+            if (L > 128)                                                                        \
+                P = _mm512_mask_permutexvar_epi8(P, _mm512_movepi8_mask(id), id, R[2]);         \
+            _mm512_store_si512(buf + (q * 16 + o) * 64, P);                                     \
+        }                                                                                       \
+    }                                                                                           \
+    /* per s: [o][i4][i'] (16 x 4 dwords) -> [i4][o][i']; the 16-byte pieces of s are read    \
+       back from the parked registers (loads inside one earlier store forward cleanly) */      \
+    const __m512i perm = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0); \
+    for (int64_t s = 0; s < S; s++) {                                                           \
+        const uint8_t* b = buf + (s / 4) * 16 * 64 + (s % 4) * 16;                               \
+        __m512i z[4];                                                                           \
+        for (int h = 0; h < 4; h++) {                                                           \
+            __m512i t = _mm512_castsi128_si512(_mm_load_si128((const __m128i*)(b + (4 * h) * 64))); \
+            t = _mm512_inserti32x4(t, _mm_load_si128((const __m128i*)(b + (4 * h + 1) * 64)), 1); \
+            t = _mm512_inserti32x4(t, _mm_load_si128((const __m128i*)(b + (4 * h + 2) * 64)), 2); \
+            t = _mm512_inserti32x4(t, _mm_load_si128((const __m128i*)(b + (4 * h + 3) * 64)), 3); \
+            z[h] = _mm512_permutexvar_epi32(perm, t);                                           \
+        }                                                                                       \
+        __m512i z0 = z[0], z1 = z[1], z2 = z[2], z3 = z[3];                                     \
+        __m512i x0 = _mm512_shuffle_i32x4(z0, z1, 0x44), x1 = _mm512_shuffle_i32x4(z0, z1, 0xEE); \
+        __m512i x2 = _mm512_shuffle_i32x4(z2, z3, 0x44), x3 = _mm512_shuffle_i32x4(z2, z3, 0xEE); \
+        uint8_t* d = dst + s * 256;                                                             \
+        __m512i l0 = _mm512_shuffle_i32x4(x0, x2, 0x88), l1 = _mm512_shuffle_i32x4(x0, x2, 0xDD); \
+        __m512i l2 = _mm512_shuffle_i32x4(x1, x3, 0x88), l3 = _mm512_shuffle_i32x4(x1, x3, 0xDD); \
+        _mm512_storeu_si512(d, l0);                                                             \
+        _mm512_storeu_si512(d + 64, l1);                                                        \
+        _mm512_storeu_si512(d + 128, l2);                                                       \
+        _mm512_storeu_si512(d + 192, l3);                                                       \
+        if (kacc) {     /* a line is [o][4 bytes]: dword lane o sums its 4 signed bytes */     \
+            __m512i t = _mm512_add_epi16(_mm512_maddubs_epi16(ones8, l0),                        \
+                                         _mm512_maddubs_epi16(ones8, l1));                       \
+            t = _mm512_add_epi16(t, _mm512_add_epi16(_mm512_maddubs_epi16(ones8, l2),            \
+                                                     _mm512_maddubs_epi16(ones8, l3)));          \
+            vacc = _mm512_add_epi32(vacc, _mm512_madd_epi16(t, ones16));                        \
+        }                                                                                       \
+    }                                                                                           \
+    if (kacc)                                                                                   \
+        _mm512_storeu_si512(kacc, _mm512_add_epi32(_mm512_loadu_si512(kacc), vacc));            \
+}                                                                                               \
+RQ_TGT_VBMI static void rq_w_##SN##_##DN(const void* src, void* dst, const rq_w_t* k,            \
+                                         const rq_math_t* m) {                                  \
+    switch (k->S) {     /* 1x1 and 3x3 kernels get fully unrolled copies */                     \
+    case 1: rq_w_body_##SN##_##DN(src, dst, k, m, 1); break;                                    \
+    case 9: rq_w_body_##SN##_##DN(src, dst, k, m, 9); break;                                    \
+    default: rq_w_body_##SN##_##DN(src, dst, k, m, k->S);                                       \
+    }                                                                                           \
+}
+/* one f32 vector v of the row -> int32 in C (zeros past the row) */
+#define RQ_W_VEC(SN, SSIZE, DN, C, V)                                                           \
+    do {                                                                                        \
+        if ((V) >= nvec) { C = _mm512_setzero_si512(); break; }                                 \
+        __m512 x_ = full ? rq_ld_##SN(row + 16 * (V) * SSIZE, (__mmask16)0xffff)                 \
+                         : rq_ld_##SN(row + 16 * (V) * SSIZE, km[(V)]);                          \
+        if (hs) x_ = _mm512_mul_ps(x_, sc);                                                     \
+        if (hd) x_ = _mm512_mul_ps(x_, di);                                                     \
+        if (ha) x_ = _mm512_mul_ps(x_, adj);                                                    \
+        C = RQ_W_Q_##DN(x_);                                                                    \
+    } while (0)
+/* f32 vector -> int32 that the packs saturate exactly like the scalar clamp: NaN -> 127
+   (s8) / 0 (u8); values below -2^31 convert to INT_MIN, which saturates to -128 */
+#define RQ_W_Q_s8(x)                                                                            \
+    _mm512_cvt_roundps_epi32(_mm512_min_ps((x), _mm512_set1_ps(127.0f)), RQ_RNE)
+#define RQ_W_Q_u8(x) _mm512_cvt_roundps_epi32(                                                  \
+    _mm512_min_ps(_mm512_max_ps((x), _mm512_setzero_ps()), _mm512_set1_ps(255.0f)), RQ_RNE)
+#define RQ_W_PACK_s8(ab, cd) _mm512_packs_epi16((ab), (cd))
+#define RQ_W_PACK_u8(ab, cd) _mm512_packus_epi16((ab), (cd))
+RQ_W(f32, 4, s8) RQ_W(f32, 4, u8) RQ_W(f64, 8, s8) RQ_W(f64, 8, u8)
+RQ_W(f16, 2, s8) RQ_W(f16, 2, u8) RQ_W(bf16, 2, s8) RQ_W(bf16, 2, u8)
+RQ_W(s8, 1, s8) RQ_W(s8, 1, u8) RQ_W(u8, 1, s8) RQ_W(u8, 1, u8)
+RQ_W(s32, 4, s8) RQ_W(s32, 4, u8)
+static const rq_w_fn rq_ws[7][2] = {
+    {rq_w_f32_s8, rq_w_f32_u8}, {rq_w_f64_s8, rq_w_f64_u8}, {rq_w_f16_s8, rq_w_f16_u8},
+    {rq_w_bf16_s8, rq_w_bf16_u8}, {rq_w_s8_s8, rq_w_s8_u8}, {rq_w_u8_s8, rq_w_u8_u8},
+    {rq_w_s32_s8, rq_w_s32_u8}};
+
+static int rq_simd_ok = -1, rq_bf16_ok = -1, rq_vbmi_ok = -1;
+static inline int rq_have_avx512(void) {
+    if (rq_simd_ok < 0) {
+        __builtin_cpu_init();
+        rq_simd_ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+                     && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+        rq_bf16_ok = rq_simd_ok && __builtin_cpu_supports("avx512bf16");
+        rq_vbmi_ok = rq_simd_ok && __builtin_cpu_supports("avx512vbmi");
+    }
+    return rq_simd_ok;
+}
+#else
+#define RQ_X86 0
+static inline int rq_have_avx512(void) { return 0; }
+#endif
+
+/* 1: SIMD tiles (hardware bf16 when present); 2: SIMD with the emulated bf16; 0: portable
+   loops only. Tests switch between them to compare every path with the reference. */
+static int rq_simd_enabled = 1;
+
+static inline rq_block_fn rq_block_kernel(int scode, int dcode) {
+#if RQ_X86
+    if (rq_simd_enabled && rq_have_avx512() && scode >= 0 && scode < 7 && dcode >= 0 && dcode < 7) {
+        if (dcode == 3 && rq_bf16_ok && rq_simd_enabled != 2)
+            return rq_blocks_bf16hw[scode];
+        return rq_blocks[scode][dcode];
+    }
+#endif
+    (void)scode; (void)dcode;
+    return (rq_block_fn)0;
+}
+static inline int rq_simd_available(void) { return rq_have_avx512(); }
+static inline rq_w_fn rq_w_kernel(int scode, int dcode) {
+#if RQ_X86
+    if (rq_simd_enabled && rq_have_avx512() && rq_vbmi_ok && scode >= 0 && scode < 7
+            && (dcode == 4 || dcode == 5))
+        return rq_ws[scode][dcode - 4];
+#endif
+    (void)scode; (void)dcode;
+    return (rq_w_fn)0;
+}
+static inline void rq_set_simd(int on) { rq_simd_enabled = on; }
+
+#endif

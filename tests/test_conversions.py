@@ -1,0 +1,651 @@
+"""Conversions, scales / zero points / sum, and int8 compensation, bit for bit against the
+independent reference in quant_reference.py (spec §3-§4).
+
+Every check runs through each kernel path that can take it: the strided walk (1-D and
+plain layouts), and the 16-lane tile (a transposing layout) with the AVX-512 tiles on and
+off, so the SIMD and portable code must agree with the reference and with each other.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import reorder as ro
+from reorder import _convert
+import quant_reference as qr
+
+try:
+    import ml_dtypes
+except ImportError:             # pragma: no cover
+    ml_dtypes = None
+
+TYPES = ["f32", "f64", "f16", "bf16", "s8", "u8", "s32"]
+UNSUPPORTED = {("bf16", "s32"), ("s32", "bf16"), ("f16", "s32"), ("s32", "f16")}
+PAIRS = [(s, d) for s in TYPES for d in TYPES if s != d and (s, d) not in UNSUPPORTED]
+# 1: AVX-512 tiles (hardware bf16 if present), 2: AVX-512 with emulated bf16, 0: portable
+SIMD = [1, 2, 0] if _convert.simd_available() else [0]
+SIMD_IDS = {1: "simd", 2: "simd-bf16emu", 0: "portable"}
+
+
+@pytest.fixture(params=SIMD, ids=SIMD_IDS.get)
+def simd(request):
+    _convert.set_simd(request.param)
+    yield request.param
+    _convert.set_simd(1)
+
+
+def bits(a):
+    a = np.asarray(a)
+    return a.reshape(-1).view(f"u{a.dtype.itemsize}")
+
+
+def check(src_flat, dims, stag, dtag, sdt, ddt, threads=None, out_fill=None, **kw):
+    """reorder() vs the reference, bytes compared, padding included. `kw` uses the
+    package's keyword names; the reference gets the same values."""
+    ref_kw = {}
+    names = {"src_scales": "src_scales", "src_scale_mask": "src_mask", "dst_scales": "dst_scales",
+             "dst_scale_mask": "dst_mask", "src_zero_point": "src_zp",
+             "dst_zero_point": "dst_zp", "sum_beta": "beta"}
+    for k, v in kw.items():
+        ref_kw[names[k]] = v
+    out = None
+    if "sum_beta" in kw:
+        out_fill = qr.random_values(qr.nelems(dims, dtag), ddt, np.random.default_rng(7)) \
+            if out_fill is None else out_fill
+        ref_kw["dst_old"] = out_fill
+        desc = ro.Desc(dims, ddt, dtag)
+        out = out_fill.copy().reshape(desc.physical_shape)
+    got = ro.reorder(src_flat, stag, dtag, dims=dims, src_dtype=sdt, dtype=ddt, out=out,
+                     threads=threads, **kw)
+    exp, _, _ = qr.ref_reorder(src_flat, dims, stag, dtag, sdt, ddt, **ref_kw)
+    np.testing.assert_array_equal(bits(got), bits(exp))
+    return got
+
+
+def values_for(dt, n, rng):
+    """benchdnn's cycle plus random values, in dt's storage."""
+    fill = qr.benchdnn_fill(n, dt)
+    rnd = qr.random_values(n, dt, rng)
+    return np.where(np.arange(n) % 2 == 0, fill, rnd).astype(fill.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# §3.3: the rounding table, and special values, on every path
+
+def _paths(values, sdt, ddt, simd_on):
+    """Convert `values` (src storage) through the strided walk (1-D) and the tile path
+    (a 16 x n transposition); both results in logical order."""
+    _convert.set_simd(simd_on)
+    try:
+        x = np.asarray(values)
+        flat = ro.reorder(x, "a", "a", dims=(x.size,), src_dtype=sdt, dtype=ddt)
+        n = -(-x.size // 16) * 16
+        pad = np.zeros(16 * n, dtype=x.dtype)
+        pad[:x.size] = x
+        grid = pad.reshape(n, 16)                      # logical (16, n) in 'ba' order
+        tile = ro.reorder(grid.reshape(-1), "ba", "ab", dims=(16, n), src_dtype=sdt, dtype=ddt)
+        tile = np.asarray(tile).T.reshape(-1)[:x.size]
+        return np.asarray(flat), tile
+    finally:
+        _convert.set_simd(1)
+
+
+ROUNDING = [
+    ("s8", [0.5, 1.5, 2.5, -0.5, -1.5, 127.5, -128.5, 300.0, -300.0], [0, 2, 2, 0, -2, 127, -128, 127, -128]),
+    ("u8", [255.5, 254.5, 0.5, 1.5, -3.0, 256.0], [255, 254, 0, 2, 0, 255]),
+    ("s32", [3e9, -3e9, 2.5, -2.5, 2147483520.0, 16777217.0],
+     [2147483520, -2147483648, 2, -2, 2147483520, 16777216]),
+    ("s8", [np.inf, -np.inf, np.nan], [127, -128, 127]),
+    ("u8", [np.inf, -np.inf, np.nan], [255, 0, 0]),
+    ("s32", [np.inf, -np.inf, np.nan], [2147483520, -2147483648, 2147483520]),
+]
+
+
+@pytest.mark.parametrize("simd_on", SIMD, ids=SIMD_IDS.get)
+@pytest.mark.parametrize("ddt,values,expected", ROUNDING)
+def test_rounding_table(ddt, values, expected, simd_on):
+    """Saturate, then round half to even; s32 tops out at 2147483520; NaN gives the bound
+    oneDNN's x64 kernels give (127, 0, 2147483520)."""
+    for got in _paths(np.array(values, np.float32), "f32", ddt, simd_on):
+        assert got.tolist() == expected
+
+
+@pytest.mark.parametrize("simd_on", SIMD, ids=SIMD_IDS.get)
+def test_bf16_rules(simd_on):
+    vals = np.array([1e-40, -1e-40, 1.0, 1.00390625, 1.01171875, 3.4e38, -3.4e38, np.inf,
+                     -np.inf, 0.0, -0.0], np.float32)
+    exp = [0x0000, 0x8000, 0x3F80, 0x3F80, 0x3F82, 0x7F80, 0xFF80, 0x7F80, 0xFF80, 0x0000, 0x8000]
+    nan = np.array([0x7FC00000, 0x7F800001, 0xFFA00000], np.uint32).view(np.float32)
+    for got in _paths(np.concatenate([vals, nan]), "f32", "bf16", simd_on):
+        b = bits(got)
+        assert b[:len(exp)].tolist() == exp
+        assert b[len(exp):].tolist() == [0x7FC0, 0x7FC0, 0xFFE0]      # quiet, sign kept
+
+
+@pytest.mark.parametrize("simd_on", SIMD, ids=SIMD_IDS.get)
+@pytest.mark.parametrize("ddt", ["f16", "bf16"])
+def test_half_types_random_bits(ddt, simd_on):
+    """f32 -> f16 equals numpy's astype(float16); f32 -> bf16 equals the reference; NaN
+    stays NaN; over random bit patterns and around the f16 overflow/subnormal edges."""
+    rng = np.random.default_rng(1)
+    u = np.concatenate([rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32),
+                        np.arange(0x477FE000, 0x47800100, 7, dtype=np.uint32),
+                        np.arange(0x387FF000, 0x38801000, 3, dtype=np.uint32),
+                        np.arange(0x33000000 - 64, 0x33000000 + 64, dtype=np.uint32),
+                        np.arange(0, 64, dtype=np.uint32)])
+    f = u.view(np.float32)
+    with np.errstate(over="ignore"):
+        exp = f.astype(np.float16).view(np.uint16) if ddt == "f16" else qr.f32_to_bf16_bits(f)
+    nan = np.isnan(f)
+    for got in _paths(f, "f32", ddt, simd_on):
+        b = bits(got)
+        np.testing.assert_array_equal(b[~nan], exp[~nan])
+        assert np.all((b[nan] & 0x7FFF) > (0x7C00 if ddt == "f16" else 0x7F80))
+
+
+@pytest.mark.parametrize("simd_on", SIMD, ids=SIMD_IDS.get)
+@pytest.mark.parametrize("sdt", ["f16", "bf16"])
+def test_half_types_to_f32_exact(sdt, simd_on):
+    h = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    ref = h.view(np.float16).astype(np.float32) if sdt == "f16" else qr.to_f32(h, "bf16")
+    words = h.view(np.float16) if sdt == "f16" else h
+    nan = np.isnan(ref)
+    for got in _paths(words, sdt, "f32", simd_on):
+        np.testing.assert_array_equal(bits(got)[~nan], bits(ref)[~nan])
+        assert np.isnan(got[nan]).all()
+
+
+@pytest.mark.parametrize("simd_on", SIMD, ids=SIMD_IDS.get)
+def test_integer_conversions(simd_on):
+    cases = [
+        ("s32", "s8", [200, -200, 5, 2147483647], [127, -128, 5, 127]),
+        ("s32", "u8", [300, -1, 7], [255, 0, 7]),
+        ("u8", "s8", [200, 127, 0], [127, 127, 0]),
+        ("s8", "u8", [-5, 100, -128], [0, 100, 0]),
+        ("s8", "s32", [-128, 127, 0], [-128, 127, 0]),
+        ("s32", "f32", [16777217, -16777219, 2147483647], [16777216.0, -16777220.0, 2147483648.0]),
+        ("s32", "f64", [16777217, 3], [16777216.0, 3.0]),          # through f32, documented
+        ("f64", "f32", [0.1, 1e300, -1e-300], [np.float32(0.1), np.inf, -0.0]),
+        ("f64", "s8", [126.5, -1e10, 2.5], [126, -128, 2]),
+        ("f32", "f64", [0.1, -3.0], [float(np.float32(0.1)), -3.0]),
+    ]
+    for sdt, ddt, src, exp in cases:
+        x = np.array(src, dtype=qr.NUMPY[sdt])
+        for got in _paths(x, sdt, ddt, simd_on):
+            assert got.tolist() == exp, (sdt, ddt)
+
+
+def test_f64_bf16_f16_roundtrip_storage():
+    """bf16 arrays come back as ml_dtypes.bfloat16 (when installed) and are accepted as such,
+    or as uint16 words with src_dtype='bf16'."""
+    x = np.linspace(-3, 3, 64, dtype=np.float32)
+    y = ro.reorder(x, "a", "a", dtype="bf16")
+    if ml_dtypes is not None:
+        assert y.dtype == np.dtype(ml_dtypes.bfloat16)
+        np.testing.assert_array_equal(y.astype(np.float32), x.astype(ml_dtypes.bfloat16).astype(np.float32))
+        back = ro.reorder(y, "a", "a", dtype=np.float32)
+        np.testing.assert_array_equal(back, y.astype(np.float32))
+    words = y.view(np.uint16)
+    back2 = ro.reorder(words, "a", "a", src_dtype="bf16", dtype="f32")
+    np.testing.assert_array_equal(bits(back2), bits(qr.to_f32(words, "bf16")))
+
+
+# ---------------------------------------------------------------------------------------------
+# every supported pair, several layouts, both paths
+
+LAYOUTS = [
+    ((2, 20, 5, 7), "abcd", "aBcd16b"),        # plain -> blocked, padded C (tile)
+    ((2, 20, 5, 7), "aBcd16b", "abcd"),        # blocked -> plain (walk)
+    ((2, 32, 3, 5), "abcd", "acdb"),           # a transpose (tile)
+    ((20, 10, 3, 3), "abcd", "ABcd4b16a4b"),   # conv weights, padded O and I (tile)
+    ((3, 17, 4, 4), "acdb", "aBcd8b"),         # strided src run (walk)
+    ((33,), "a", "a"),                          # 1-D (walk)
+]
+
+
+@pytest.mark.parametrize("dims,stag,dtag", LAYOUTS, ids=[f"{s}-{d}" for _, s, d in LAYOUTS])
+@pytest.mark.parametrize("sdt,ddt", PAIRS, ids=[f"{s}-{d}" for s, d in PAIRS])
+def test_pairs(sdt, ddt, dims, stag, dtag, simd):
+    rng = np.random.default_rng(hash((sdt, ddt, stag)) % 2**32)
+    n = math.prod(dims)
+    src = qr.place(values_for(sdt, n, rng), dims, stag, sdt)
+    check(src, dims, stag, dtag, sdt, ddt)
+
+
+def test_unsupported_pairs_are_errors():
+    x = np.zeros(4, np.float32)
+    for s, d in UNSUPPORTED:
+        src = np.zeros(4, qr.NUMPY[s])
+        with pytest.raises(ValueError, match=f"{s} to {d}"):
+            ro.reorder(src, "a", "a", src_dtype=s, dtype=d)
+    with pytest.raises(ValueError, match="u16"):
+        ro.reorder(x, "a", "a", dtype="u16")
+    with pytest.raises(ValueError, match="unknown data type"):
+        ro.reorder(x, "a", "a", dtype="f8_e4m3")
+
+
+# ---------------------------------------------------------------------------------------------
+# scales, zero points, sum (§3.2)
+
+ATTR_LAYOUTS = [((2, 40, 3, 3), "abcd", "aBcd16b"), ((2, 40, 3, 3), "aBcd4b", "acdb"),
+                ((16, 63), "ab", "AB16b16a2b"), ((5, 3, 7), "abc", "abc")]
+
+
+@pytest.mark.parametrize("dims,stag,dtag", ATTR_LAYOUTS, ids=[f"{s}-{d}" for _, s, d in ATTR_LAYOUTS])
+@pytest.mark.parametrize("mask", [0, 1, 2, 3])
+@pytest.mark.parametrize("side", ["src", "dst", "both"])
+def test_scales(dims, stag, dtag, mask, side, simd):
+    n = math.prod(dims)
+    src = qr.place(qr.benchdnn_fill(n, "f32"), dims, stag, "f32")
+    count = math.prod(dims[d] for d in range(len(dims)) if mask >> d & 1)
+    kw = {}
+    for s in (("src", "dst") if side == "both" else (side,)):
+        vals = qr.per_dim_scales(count) if mask else np.array([0.25 if s == "src" else 0.125], np.float32)
+        kw[f"{s}_scales"], kw[f"{s}_scale_mask"] = vals, mask
+    for ddt in ("s8", "u8", "f32", "bf16"):
+        check(src, dims, stag, dtag, "f32", ddt, **kw)
+
+
+def test_non_power_of_two_dst_scale_uses_the_reciprocal():
+    """The f32 reciprocal of the dst scale is multiplied in (oneDNN's jit:uni convention);
+    with 3.0 this differs from a division for some inputs, and matches the reference."""
+    x = np.arange(-3000, 3000, dtype=np.float32) * np.float32(0.75)
+    got = ro.reorder(x, "a", "a", dtype="s32", dst_scales=3.0)
+    inv = np.float32(1) / np.float32(3)
+    np.testing.assert_array_equal(got, np.rint(x * inv).astype(np.int32))
+
+
+@pytest.mark.parametrize("sdt,ddt", [("s8", "u8"), ("u8", "s8"), ("s32", "s32"), ("s8", "s32"),
+                                     ("u8", "f32"), ("s8", "bf16"), ("f32", "u8")])
+@pytest.mark.parametrize("dims,stag,dtag", [((2, 16, 3, 4), "abcd", "cdba"),
+                                            ((3, 32, 4, 2), "abcd", "aBcd16b"),
+                                            ((1, 12, 128, 33), "adbc", "abcd")])
+def test_zero_points(sdt, ddt, dims, stag, dtag, simd):
+    n = math.prod(dims)
+    src = qr.place(qr.benchdnn_fill(n, sdt), dims, stag, sdt)
+    kw = {}
+    if sdt in ("s8", "u8", "s32"):
+        kw["src_zero_point"] = -1
+    if ddt in ("s8", "u8", "s32"):
+        kw["dst_zero_point"] = 2
+    check(src, dims, stag, dtag, sdt, ddt, **kw)
+    check(src, dims, stag, dtag, sdt, ddt, src_scales=qr.per_dim_scales(dims[1]), src_scale_mask=2,
+          **kw)
+
+
+@pytest.mark.parametrize("beta", [0.5, 1.0, 2.5, -1.0])
+@pytest.mark.parametrize("sdt,ddt", [("f32", "f32"), ("f32", "s8"), ("s32", "s32"), ("f16", "f16"),
+                                     ("f32", "bf16"), ("u8", "u8")])
+@pytest.mark.parametrize("dims,stag,dtag", [((2, 40, 3, 3), "aBcd4b", "aBcd16b"),
+                                            ((2, 20, 5, 7), "abcd", "aBcd16b"),
+                                            ((30, 1), "ab", "ab")])
+def test_sum(beta, sdt, ddt, dims, stag, dtag, simd):
+    """v += beta * old dst (the raw stored value); padding of dst stays zero."""
+    n = math.prod(dims)
+    src = qr.place(qr.benchdnn_fill(n, sdt), dims, stag, sdt)
+    kw = {"sum_beta": beta}
+    if dims[1] % 4 == 0:
+        kw.update(src_scales=qr.per_dim_scales(dims[1]), src_scale_mask=2)
+    got = check(src, dims, stag, dtag, sdt, ddt, **kw)
+    pd = ro.Desc(dims, ddt, dtag).padded_dims
+    if pd != dims:
+        assert np.asarray(got).any()
+
+
+def test_sum_needs_out():
+    with pytest.raises(ValueError, match="out="):
+        ro.reorder(np.ones(8, np.float32), "a", "a", dtype="f32", sum_beta=1.0)
+
+
+def test_inputs_not_modified_and_views():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 20, 5, 7)).astype(np.float32) * 50
+    keep = x.copy()
+    v = x[:, ::-1]                                       # negative strides
+    got = ro.reorder(v, "abcd", "aBcd16b", dtype="s8", src_scales=0.5)
+    np.testing.assert_array_equal(x, keep)
+    exp = ro.reorder(np.ascontiguousarray(v), "abcd", "aBcd16b", dtype="s8", src_scales=0.5)
+    np.testing.assert_array_equal(got, exp)
+    assert not x.flags.writeable or True
+    ro_x = x.copy()
+    ro_x.setflags(write=False)
+    np.testing.assert_array_equal(ro.reorder(ro_x, "abcd", "acdb", dtype="f16"),
+                                  ro.reorder(x, "abcd", "acdb", dtype="f16"))
+
+
+# ---------------------------------------------------------------------------------------------
+# compensation (§4)
+
+def _weights(dims, dt="f32", seed=0):
+    n = math.prod(dims)
+    return values_for(dt, n, np.random.default_rng(seed))
+
+
+def check_quantize(dims, stag, dtag, comp, cmask, sdt="f32", scales=None, smask=0, adj=1.0,
+                   threads=None):
+    src = qr.place(_weights(dims, sdt), dims, stag, sdt)
+    if scales is None:
+        scales, smask = 1.0, 0
+    got = ro.quantize(src, stag, dtag, dims=dims, src_dtype=sdt, scales=scales, scale_mask=smask,
+                      compensation=comp, comp_mask=cmask, scale_adjust=adj, threads=threads)
+    exp, s8s8, zp = qr.ref_reorder(src, dims, stag, dtag, sdt, "s8",
+                                   src_scales=None if np.size(scales) == 1 and scales == 1.0 else scales,
+                                   src_mask=smask, scale_adjust=adj, comp=comp, comp_mask=cmask)
+    np.testing.assert_array_equal(bits(got.data), bits(exp))
+    for g, e in ((got.compensation, s8s8), (got.zp_compensation, zp)):
+        if e is None:
+            assert g is None
+        else:
+            assert g.dtype == np.int32
+            np.testing.assert_array_equal(g, e)
+    return got
+
+
+def test_byte_example():
+    """§4.3: f32 20x10x3x3 -> OIhw4i16o4i s8 with both flags: data 32*16*9 = 4608 B, s8s8
+    comp at [4608, 4736), zp comp at [4736, 4864), 4864 B in all."""
+    w = np.random.default_rng(0).standard_normal((20, 10, 3, 3)).astype(np.float32) * 30
+    q = ro.quantize(w, "oihw", "OIhw4i16o4i", scales=1.0, compensation=("s8s8", "zp"))
+    assert q.data.dtype == np.int8 and q.data.nbytes == 4608
+    assert q.offsets == {"data": 0, "s8s8": 4608, "zp": 4736, "size": 4864}
+    buf = q.to_onednn_buffer()
+    assert buf.dtype == np.uint8 and buf.size == 4864
+    assert bytes(buf[:4608]) == q.data.tobytes()
+    s8s8 = buf[4608:4736].view("<i4")
+    zp = buf[4736:4864].view("<i4")
+    qi = np.rint(np.clip(w, -128, 127)).astype(np.int64)
+    sums = qi.sum(axis=(1, 2, 3))
+    np.testing.assert_array_equal(s8s8[:20], -128 * sums)
+    np.testing.assert_array_equal(zp[:20], -sums)
+    assert not s8s8[20:].any() and not zp[20:].any()            # OC padded to 32: zeros
+    # one flag only: the block follows the data directly
+    q1 = ro.quantize(w, "oihw", "OIhw4i16o4i", compensation="zp")
+    assert q1.compensation is None and q1.offsets["zp"] == 4608 and q1.offsets["size"] == 4736
+
+
+def test_unaligned_data_rounds_up_to_4():
+    w = np.ones((3, 1, 1), np.float32)
+    q = ro.quantize(w, "abc", "abc", compensation="s8s8", comp_mask=1)
+    assert q.data.nbytes == 3 and q.offsets["s8s8"] == 4
+    buf = q.to_onednn_buffer()
+    assert buf.size == 16 and bytes(buf[:4]) == b"\x01\x01\x01\x00"
+    assert buf[4:].view("<i4").tolist() == [-128, -128, -128]
+
+
+def test_scale_adjust_half():
+    """§4.2: the sum runs over the stored, scale-adjusted q: 127.5 -> 64, 2.5 -> 1."""
+    w = np.array([127.5, 2.5, -0.75, 0.0], np.float32).reshape(1, 4)
+    q = ro.quantize(w, "ab", "ab", compensation=("s8s8", "zp"), scale_adjust=0.5)
+    assert q.data.tolist() == [[64, 1, 0, 0]]
+    assert q.zp_compensation.tolist() == [-65]
+    assert q.compensation.tolist() == [-128 * 65]
+    assert q.scale_adjust == 0.5
+
+
+COMP_CASES = [
+    # dims, stag, dtag, mask
+    ((20, 10, 3, 3), "abcd", "ABcd4b16a4b", 1),
+    ((80, 24, 3, 5), "abcd", "ABcd4b16a4b", 1),
+    ((2, 20, 10, 3, 3), "abcde", "aBCde4c16b4c", 3),         # gOIhw4i16o4i: g*OCp + oc
+    ((2, 20, 10, 3, 3), "abcde", "aBCde2c8b4c", 3),
+    ((35, 1, 1, 3, 3), "abcde", "Abcde16a", 1),              # Goihw16g: G padded to 48
+    ((64, 1, 1, 3), "abcd", "Abcd8a", 3),
+    ((6, 2, 3, 5), "abcd", "Abcd4a", 3),                     # Ab4a: not g-major
+    ((32, 20, 3, 3), "abcd", "cdba", 1),                     # hwio: OC entries, no padding
+    ((89, 73), "ab", "BA16a64b4a", 2),                       # matmul: N padded to 128
+    ((5, 89, 73), "abc", "aCB16b32c4b", 5),                  # batch x Np
+    ((8, 8), "ab", "ba", 1),                                 # the v3.2 regression case
+]
+
+
+@pytest.mark.parametrize("dims,stag,dtag,mask", COMP_CASES, ids=[f"{d}-{m}" for _, _, d, m in COMP_CASES])
+@pytest.mark.parametrize("comp", [("s8s8",), ("zp",), ("s8s8", "zp")], ids="+".join)
+def test_compensation(dims, stag, dtag, mask, comp, simd):
+    check_quantize(dims, stag, dtag, comp, mask)
+
+
+@pytest.mark.parametrize("sdt", ["f32", "bf16", "s8", "f16"])
+@pytest.mark.parametrize("adj", [1.0, 0.5])
+def test_compensation_with_scales(sdt, adj, simd):
+    dims = (40, 24, 3, 3)
+    check_quantize(dims, "abcd", "ABcd4b16a4b", ("s8s8", "zp"), 1, sdt=sdt,
+                   scales=qr.per_dim_scales(40) * 64, smask=1, adj=adj)
+    check_quantize((2, 20, 8, 3, 3), "abcde", "aBCde4c16b4c", ("s8s8",), 3, sdt=sdt,
+                   scales=qr.per_dim_scales(40) * 32, smask=3, adj=adj)
+
+
+def test_comp_layout_Ab4a():
+    """Abcd4a with mask 3 -> Ab4a: entry (g % 4) + 4*o + 8*(g // 4), with o = 2 (§4.3)."""
+    dims = (6, 2, 3, 5)
+    w = np.zeros(dims, np.float32)
+    for g in range(6):
+        for o in range(2):
+            w[g, o, 1, 2] = g * 2 + o + 1             # the sum over (h, w)
+    q = ro.quantize(w, "abcd", "Abcd4a", compensation="zp", comp_mask=3)
+    assert q.zp_compensation.size == 16                # G padded to 8, times O = 2
+    for g in range(6):
+        for o in range(2):
+            assert q.zp_compensation[(g % 4) + 4 * o + 8 * (g // 4)] == -(g * 2 + o + 1)
+    assert q.comp_desc.abc == "Ab4a"
+
+
+def test_comp_layout_depthwise_padding():
+    w = np.full((35, 1, 1, 3, 3), 2.0, np.float32)
+    q = ro.quantize(w, "goihw", "Goihw16g", compensation="s8s8")
+    assert q.compensation.shape == (48,)
+    assert (q.compensation[:35] == -128 * 18).all() and not q.compensation[35:].any()
+
+
+@pytest.mark.parametrize("dims,stag,dtag,mask", [
+    ((250, 64, 3, 3), "abcd", "ABcd4b16a4b", 1),       # tile path, split over O blocks
+    ((4, 60, 64, 3, 3), "abcde", "aBCde4c16b4c", 3),
+    ((128, 128, 3, 3), "abcd", "cdba", 1),              # o in the lanes: one thread owns all
+    ((513, 300), "ab", "BA16a64b4a", 2),
+    ((300, 513), "ab", "ab", 2),                         # strided walk, split inside the run
+])
+def test_threads_identical(dims, stag, dtag, mask, simd):
+    """Each compensation sum is owned by one thread: 1 and 2 threads give the same bytes
+    (tensors large enough to start a thread team)."""
+    scales = qr.per_dim_scales(math.prod(dims[d] for d in range(len(dims)) if mask >> d & 1)) * 64
+    assert ro.plan(stag, dtag, dims=dims).moved_bytes >= 1 << 18      # a thread team starts
+    a = check_quantize(dims, stag, dtag, ("s8s8", "zp"), mask, scales=scales, smask=mask, threads=1)
+    b = check_quantize(dims, stag, dtag, ("s8s8", "zp"), mask, scales=scales, smask=mask, threads=2)
+    np.testing.assert_array_equal(a.data, b.data)
+    np.testing.assert_array_equal(a.compensation, b.compensation)
+    np.testing.assert_array_equal(a.zp_compensation, b.zp_compensation)
+
+
+def test_threads_identical_conversions(simd):
+    x = np.random.default_rng(5).standard_normal((4, 96, 33, 35)).astype(np.float32) * 40
+    for ddt in ("s8", "bf16", "f16", "u8"):
+        one = ro.reorder(x, "abcd", "aBcd16b", dtype=ddt, src_scales=qr.per_dim_scales(96),
+                         src_scale_mask=2, threads=1)
+        two = ro.reorder(x, "abcd", "aBcd16b", dtype=ddt, src_scales=qr.per_dim_scales(96),
+                         src_scale_mask=2, threads=2)
+        np.testing.assert_array_equal(bits(one), bits(two))
+
+
+# ---------------------------------------------------------------------------------------------
+# plans and the cache
+
+def test_plan_cache_keys_scales_by_value():
+    a = ro.plan("abcd", "aBcd16b", dims=(2, 20, 3, 3), dtype="s8",
+                src_scales=np.array([0.5] * 20, np.float32), src_scale_mask=2)
+    b = ro.plan("abcd", "aBcd16b", dims=(2, 20, 3, 3), dtype=np.int8,
+                src_scales=[0.5] * 20, src_scale_mask=2)
+    c = ro.plan("abcd", "aBcd16b", dims=(2, 20, 3, 3), dtype="int8",
+                src_scales=[0.25] * 20, src_scale_mask=2)
+    assert a is b and a is not c
+    assert "convert" in a.kernel and "mask 2" in a.explain()
+    x = np.full((2, 20, 3, 3), 3.0, np.float32)
+    assert (a(x)[:, 1, :, :, 4:] == 0).all() and (a(x)[:, 0] == 2).all()   # 1.5 -> 2
+    assert (c(x)[:, 0] == 1).all()                                       # 0.75 -> 1
+
+
+@pytest.mark.parametrize("dtype", ["f16", "float16", np.float16, np.dtype("float16")])
+def test_dtype_spellings(dtype):
+    x = np.linspace(-2, 2, 40, dtype=np.float32).reshape(2, 20)
+    y = ro.reorder(x, "ab", "ba", dtype=dtype)
+    assert y.dtype == np.float16
+    np.testing.assert_array_equal(y, x.T.astype(np.float16))
+
+
+def test_same_dtype_without_attributes_is_a_move():
+    p = ro.plan("abcd", "aBcd16b", dims=(2, 20, 3, 3), dtype="f32")
+    assert "convert" not in p.kernel
+    q = ro.plan("abcd", "aBcd16b", dims=(2, 20, 3, 3), dtype="f32", src_scales=2.0)
+    assert q.kernel == "convert"
+
+
+def test_zero_size_dims():
+    y = ro.reorder(np.zeros((0, 20, 3, 3), np.float32), "abcd", "aBcd16b", dtype="s8")
+    assert y.shape == (0, 2, 3, 3, 16)
+    q = ro.quantize(np.zeros((16, 0, 3, 3), np.float32), "oihw", "OIhw4i16o4i",
+                    compensation="s8s8")
+    assert q.compensation.shape == (16,) and not q.compensation.any()
+
+
+def test_hypothesis_random_layouts():
+    hyp = pytest.importorskip("hypothesis")
+    st = hyp.strategies
+
+    @hyp.settings(max_examples=60, deadline=None)
+    @hyp.given(st.data())
+    def prop(data):
+        nd = data.draw(st.integers(2, 4))
+        dims = tuple(data.draw(st.integers(1, 9)) for _ in range(nd))
+        letters = "abcd"[:nd]
+
+        def tag():
+            perm = data.draw(st.permutations(letters))
+            blk = data.draw(st.sampled_from([None, 4, 8, 16]))
+            if blk is None:
+                return "".join(perm)
+            d = data.draw(st.sampled_from(letters))
+            return "".join(c.upper() if c == d else c for c in perm) + f"{blk}{d}"
+        stag, dtag = tag(), tag()
+        sdt, ddt = data.draw(st.sampled_from(PAIRS))
+        mask = data.draw(st.sampled_from([0, 1, 2, 3]))
+        n = math.prod(dims)
+        src = qr.place(values_for(sdt, n, np.random.default_rng(n)), dims, stag, sdt)
+        count = math.prod(dims[d] for d in range(nd) if mask >> d & 1)
+        kw = {"src_scales": qr.per_dim_scales(count), "src_scale_mask": mask} if mask else {}
+        _convert.set_simd(data.draw(st.sampled_from(SIMD)))
+        try:
+            check(src, dims, stag, dtag, sdt, ddt, **kw)
+        finally:
+            _convert.set_simd(1)
+    prop()
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input: a clear ValueError / TypeError naming the part
+
+W = np.ones((20, 10, 3, 3), np.float32)
+
+BAD = [
+    # (kwargs for reorder(W, "oihw", "OIhw16i16o", ...), exception, message fragment)
+    (dict(dtype="s8", src_scales=np.ones(10, np.float32), src_scale_mask=1), ValueError,
+     "src_scales has 10 values but mask 1 (dim a) of dims 20x10x3x3 needs 20"),
+    (dict(dtype="s8", dst_scales=np.ones(20, np.float32)), ValueError,
+     "dst_scales has 20 values but mask 0"),
+    (dict(dtype="s8", src_scales=np.ones((10, 20), np.float32), src_scale_mask=3), ValueError,
+     "src_scales has shape 10x20"),
+    (dict(dtype="s8", src_scales=np.ones(20, np.float32), src_scale_mask=16), ValueError,
+     "names a dim the 4-d tensor"),
+    (dict(dtype="s8", src_scales=np.ones(60, np.float32), src_scale_mask=5), ValueError,
+     "mask 5 (0b101) is not a contiguous run"),
+    (dict(dtype="s8", src_scales=np.ones(20, np.float32), src_scale_mask=1,
+          dst_scales=np.ones(10, np.float32), dst_scale_mask=2), ValueError,
+     "they must use the same mask"),
+    (dict(dtype="s8", src_scales=1.0, src_scale_mask=-1), ValueError, "negative"),
+    (dict(dtype="s8", src_scales=1.0, src_scale_mask=1.5), TypeError, "src_scale_mask must be an int"),
+    (dict(dtype="s8", src_scale_mask=1), ValueError, "src_scale_mask is given without src_scales"),
+    (dict(dtype="s8", src_scales=np.ones(0, np.float32), src_scale_mask=1), ValueError,
+     "src_scales is empty"),
+    (dict(dtype="s8", src_scales="2"), TypeError, "src_scales must be a number"),
+    (dict(dtype="s8", src_zero_point=3), ValueError,
+     "src_zero_point=3 is set but src is f32; zero points apply only to integer tensors"),
+    (dict(dtype="bf16", dst_zero_point=1), ValueError, "dst_zero_point=1 is set but dst is bf16"),
+    (dict(dtype="s8", dst_zero_point=1.5), TypeError, "dst_zero_point must be an integer"),
+    (dict(dtype="s8", dst_zero_point=np.array([1, 2])), ValueError, "one integer (a common zero point)"),
+    (dict(dtype="s8", dst_zero_point=2**40), ValueError, "does not fit in s32"),
+    (dict(dtype="s8", dst_zero_point=1, sum_beta=1.0), ValueError,
+     "sum_beta cannot be combined with a dst_zero_point"),
+    (dict(dtype="s8", sum_beta="x"), TypeError, "sum_beta must be a number"),
+    (dict(dtype="s32", src_dtype=None), None, None),                   # fine: f32 -> s32
+    (dict(dtype="f8_e5m2"), ValueError, "unknown data type 'f8_e5m2'"),
+]
+
+
+@pytest.mark.parametrize("kw,exc,msg", BAD, ids=[str(i) for i in range(len(BAD))])
+def test_bad_attributes(kw, exc, msg):
+    if exc is None:
+        ro.reorder(W, "oihw", "OIhw16i16o", **kw)
+        return
+    with pytest.raises(exc) as info:
+        ro.reorder(W, "oihw", "OIhw16i16o", **kw)
+    assert msg in str(info.value), str(info.value)
+    if exc is ValueError:
+        assert isinstance(info.value, ro.ReorderError)
+
+
+BAD_Q = [
+    (dict(compensation="s8s8", comp_mask=0), ValueError, "comp_mask=0 does not fit"),
+    (dict(compensation="s8s8", comp_mask=16), ValueError, "comp_mask=16 does not fit"),
+    (dict(compensation="s9s9"), ValueError, "compensation='s9s9': expected 's8s8', 'zp'"),
+    (dict(comp_mask=1), ValueError, "comp_mask is given but no compensation"),
+    (dict(compensation="zp", scale_adjust=0.3), ValueError, "scale_adjust must be 1.0 or 0.5"),
+    (dict(scale_adjust="half"), TypeError, "scale_adjust must be 1.0 or 0.5"),
+    (dict(scales=np.ones(7, np.float32), compensation="s8s8"), ValueError,
+     "scales has 7 values but mask 1 (dim a) of dims 20x10x3x3 needs 20"),
+    (dict(scales=np.ones(60, np.float32), scale_mask=5, compensation="s8s8", comp_mask=1),
+     ValueError, "mask 5 (0b101) is not a contiguous run"),
+]
+
+
+@pytest.mark.parametrize("kw,exc,msg", BAD_Q, ids=[str(i) for i in range(len(BAD_Q))])
+def test_bad_quantize(kw, exc, msg):
+    with pytest.raises(exc) as info:
+        ro.quantize(W, "oihw", "OIhw4i16o4i", **kw)
+    assert msg in str(info.value), str(info.value)
+
+
+def test_compensation_needs_s8():
+    with pytest.raises(ValueError, match="quantize\\(\\) writes s8, but the dst descriptor is u8"):
+        ro.quantize(W, "oihw", ro.Desc(W.shape, "u8", "OIhw4i16o4i"), compensation="s8s8")
+    from reorder.planner import cached_plan
+    from reorder.quantize import make_attrs
+    with pytest.raises(ValueError, match="compensation s8s8 needs an s8 destination, but dst is u8"):
+        cached_plan(ro.Desc(W.shape, "f32", "oihw"), ro.Desc(W.shape, "u8", "OIhw4i16o4i"), None,
+                    make_attrs(compensation="s8s8"))
+    with pytest.raises(ValueError, match="compensation cannot be combined with zero points or sum"):
+        cached_plan(ro.Desc(W.shape, "s8", "oihw"), ro.Desc(W.shape, "s8", "OIhw4i16o4i"), None,
+                    make_attrs(compensation="zp", src_zero_point=1))
+
+
+def test_dst_desc_disagreements():
+    with pytest.raises(ValueError, match="dtype=s8 disagrees with the dst descriptor"):
+        ro.reorder(W, "oihw", ro.Desc(W.shape, "f16", "OIhw16i16o"), dtype="s8")
+    with pytest.raises(ValueError, match="dst descriptor dims"):
+        ro.quantize(W, "oihw", ro.Desc((4, 4), "s8", "ab"))
+    with pytest.raises(ValueError, match="out has dtype float32, but the result is s8"):
+        ro.reorder(W, "oihw", "OIhw16i16o", dtype="s8", out=np.empty((2, 1, 3, 3, 16, 16), np.float32))
+
+
+@pytest.mark.parametrize("ddt", ["f16", "bf16"])
+def test_streaming_stores_large_half_outputs(ddt, simd):
+    """Outputs of 2 MiB and more are written with streaming stores (64-byte lines of 16-bit
+    values): same bytes as the reference, padding and sum included."""
+    x = np.random.default_rng(9).standard_normal((2, 72, 96, 96)).astype(np.float32) * 1e3
+    x.reshape(-1)[::97] = np.float32(1e-40)                 # denormals: bf16 flushes them
+    got = ro.reorder(x, "nchw", "nChw16c", dtype=ddt, threads=2)
+    assert got.nbytes >= 2 << 20
+    exp = qr.from_f32(x, ddt)
+    full = np.zeros((2, 80, 96, 96), exp.dtype)
+    full[:, :72] = exp
+    exp = full.reshape(2, 5, 16, 96, 96).transpose(0, 1, 3, 4, 2)
+    np.testing.assert_array_equal(bits(got), bits(exp))
+    one = ro.reorder(x, "nchw", "nChw16c", dtype=ddt, threads=1, src_scales=0.5)
+    two = ro.reorder(x, "nchw", "nChw16c", dtype=ddt, threads=2, src_scales=0.5)
+    np.testing.assert_array_equal(bits(one), bits(two))

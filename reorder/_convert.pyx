@@ -64,6 +64,10 @@ cdef extern from "_convert_simd.h" nogil:
     rq_w_fn rq_w_kernel(int scode, int dcode)
     int rq_simd_available()
     void rq_set_simd(int on)
+    int rq_row_f32_to_f16(const void*, void*, int64_t)
+    int rq_row_f32_to_bf16(const void*, void*, int64_t)
+    int rq_row_f16_to_f32(const void*, void*, int64_t)
+    int rq_row_bf16_to_f32(const void*, void*, int64_t)
 
 cdef extern from *:
     """
@@ -249,6 +253,12 @@ cdef inline void _zero_run(dst_t* d, int64_t n, int64_t dI) noexcept nogil:
 
 cdef inline void _load_row(const src_t* s, int64_t sI, float* t, int64_t m) noexcept nogil:
     cdef int64_t j
+    if sI == 1 and src_t is f16_t:
+        if rq_row_f16_to_f32(s, t, m):
+            return
+    elif sI == 1 and src_t is bf16_t:
+        if rq_row_bf16_to_f32(s, t, m):
+            return
     if sI == 1:
         for j in range(m):
             t[j] = to_f32(s[j])
@@ -259,6 +269,12 @@ cdef inline void _load_row(const src_t* s, int64_t sI, float* t, int64_t m) noex
 
 cdef inline void _store_row(const float* t, dst_t* d, int64_t dI, int64_t m) noexcept nogil:
     cdef int64_t j
+    if dI == 1 and dst_t is f16_t:
+        if rq_row_f32_to_f16(t, d, m):
+            return
+    elif dI == 1 and dst_t is bf16_t:
+        if rq_row_f32_to_bf16(t, d, m):
+            return
     if dI == 1:
         for j in range(m):
             from_f32(t[j], &d[j])

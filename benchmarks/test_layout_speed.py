@@ -11,7 +11,6 @@ from reorder.reference import reference_reorder
 
 def _np_to_nChw16c(x, out):
     n, c, h, w = x.shape
-    cb = out.shape[1]
     full = (c // 16) * 16
     out[:, : c // 16] = x[:, :full].reshape(n, c // 16, 16, h, w).transpose(0, 1, 3, 4, 2)
     if full < c:

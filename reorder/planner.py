@@ -12,7 +12,7 @@ Normalisation (spec §5.3 is oneDNN's version of the same idea):
 Plans are immutable and cached on the descriptor pair.
 """
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -315,7 +315,7 @@ class Plan:
         try:
             self.steps = (self._step(normalise(src, dst, attrs)),)
             self.via = None
-        except _Incompatible as exc:
+        except _Incompatible:
             # Blockings that do not nest (48c vs 32c) go through the plain layout, where
             # each half nests trivially. A conversion happens in the second half.
             self.via = Desc(src.dims, src.dtype)

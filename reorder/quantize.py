@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _convert
 from .desc import Desc, _fmt
-from .dtypes import as_dtype, check_conversion
+from .dtypes import check_conversion
 from .errors import ReorderError
 from .planner import (KERNELS, NT_MIN_BYTES, Kernel, _aligned_empty, _bind_source, cached_plan,
                       check_out)

@@ -4,7 +4,6 @@ import time
 
 import numpy as np
 
-from .threads import threads as _threads
 
 
 def median_time(fn, repeat=15, warmup=2, budget=2.0):
@@ -32,8 +31,7 @@ def copy_time(nbytes, repeat=15):
 def measure(plan, x, nthreads, repeat=15):
     """Row of figures for running `plan` on x with `nthreads` threads."""
     out = plan.empty()
-    with _threads(nthreads):
-        t = median_time(lambda: plan(x, out=out, threads=nthreads), repeat)
+    t = median_time(lambda: plan(x, out=out, threads=nthreads), repeat)
     moved = x.nbytes + out.nbytes
     tc = copy_time(moved // 2, repeat)
     return {"time_s": t, "bytes": moved, "gbps": moved / t / 1e9, "copy_gbps": moved / tc / 1e9,

@@ -1,6 +1,5 @@
 """Tag normalisation: domain aliases, ``x`` meta-tags, TVM layout strings and strict errors."""
 
-import re
 
 import pytest
 

@@ -9,7 +9,7 @@ from ._version import __version__
 from .api import plan, reorder
 from .config import show_config
 from .desc import Desc
-from .quantize import Quantized, quantize
+from .api import Quantized, quantize
 from .errors import ReorderError
 from .tags import normalize_tag, parse_tag
 from .threads import get_num_threads, set_num_threads, threads

@@ -3,7 +3,7 @@
 `sum`, and accumulates int8 compensation, all in one pass over memory.
 
 Everything here runs without the GIL and never raises inside a kernel: the Python side
-(`reorder.quantize`) has validated dtypes, masks, scale lengths and buffer sizes first.
+(`reorder.attrs` and the planner) has checked dtypes, masks, scale lengths and buffer sizes.
 
 Per element, in f32 (spec §3.2, the oneDNN order):
 
@@ -187,7 +187,7 @@ ctypedef fused any_t:
     uint8_t
     int32_t
 
-# dtype codes shared with reorder/quantize.py
+# dtype codes shared with reorder/conversion.py
 CODES = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3, "s8": 4, "u8": 5, "s32": 6}
 
 cdef enum:

@@ -13,6 +13,7 @@ allocation, when only the source is padded) in the same pass.
 """
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memcpy, memset
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_STRIDES
 from cython.parallel cimport prange
 import numpy as np
 
@@ -30,6 +31,19 @@ def omp_max_threads():
 
 def omp_num_procs():
     return omp_get_num_procs()
+
+
+def data_address(a):
+    """Address of a buffer's first element (0 for None): the buffer protocol, ten times
+    cheaper than ndarray.ctypes, which matters at a few microseconds per call."""
+    cdef Py_buffer v
+    cdef uintptr_t p
+    if a is None:
+        return 0
+    PyObject_GetBuffer(a, &v, PyBUF_STRIDES)
+    p = <uintptr_t>v.buf
+    PyBuffer_Release(&v)
+    return p
 
 
 from reorder._nodes cimport (NodeList, Walk, count_below, fill_nodes, outer_count, walk_start,

@@ -1,13 +1,17 @@
-"""Front end: `reorder()` and `plan()`. Everything goes through the planner."""
+"""Front ends: `reorder()`, `plan()` and `quantize()`. Everything goes through the planner."""
+from typing import NamedTuple
+
 import numpy as np
 
+from ._convert import finish_compensation
+from ._kernels import data_address
+from .attrs import _comp_kinds, _mask_text, make_attrs
 from .desc import Desc, _fmt
 from .dtypes import dtype_of_numpy, as_dtype
 from .errors import ReorderError
-from .planner import cached_plan, _bind_source
-from .quantize import make_attrs
+from .planner import cached_plan, check_out, _bind_source
 
-__all__ = ["reorder", "plan", "as_array"]
+__all__ = ["reorder", "plan", "quantize", "Quantized", "as_array"]
 
 
 def as_array(x):
@@ -172,3 +176,173 @@ def plan(src, dst, *, dims=None, src_dtype="f32", threads=None, dtype=None, src_
     attrs = _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask, src_zero_point,
                    dst_zero_point, sum_beta)
     return cached_plan(src, _dst_desc(src, dst, dtype), threads, attrs)
+
+
+# ---------------------------------------------------------------------------------------------
+# quantize(): int8 weights with compensation
+
+class Quantized:
+    """The result of `quantize()`.
+
+    data             int8 array in the destination's physical shape, padding zero
+    compensation     int32 s8s8 compensation (-128 * sum of q), flat in comp_desc's order, or None
+    zp_compensation  int32 zero-point compensation (-sum of q), same layout, or None
+    desc             the destination Desc
+    comp_desc        the compensation layout (dst trimmed to the masked dims), or None
+    comp_mask, scale_adjust
+    """
+    __slots__ = ("data", "compensation", "zp_compensation", "desc", "comp_desc", "comp_mask",
+                 "scale_adjust")
+
+    def __init__(self, data, compensation, zp_compensation, desc, comp_desc, comp_mask,
+                 scale_adjust):
+        self.data, self.compensation, self.zp_compensation = data, compensation, zp_compensation
+        self.desc, self.comp_desc, self.comp_mask = desc, comp_desc, comp_mask
+        self.scale_adjust = scale_adjust
+
+    @property
+    def offsets(self):
+        """Byte offsets in to_onednn_buffer(): data, s8s8 block, zp block, total size."""
+        data = self.data.nbytes
+        s8s8 = -(-data // 4) * 4
+        zp = s8s8 + (self.compensation.nbytes if self.compensation is not None else 0)
+        end = zp + (self.zp_compensation.nbytes if self.zp_compensation is not None else 0)
+        return {"data": 0, "s8s8": s8s8 if self.compensation is not None else None,
+                "zp": zp if self.zp_compensation is not None else None, "size": end}
+
+    def to_onednn_buffer(self):
+        """One uint8 buffer laid out as oneDNN's weights memory with an extra descriptor:
+        the s8 data, zeros up to a multiple of 4 bytes, the s8s8 block, then the zp block
+        (little-endian int32)."""
+        off = self.offsets
+        buf = np.zeros(off["size"], dtype=np.uint8)
+        buf[:self.data.nbytes] = self.data.reshape(-1).view(np.uint8)
+        if self.compensation is not None:
+            blk = self.compensation.astype("<i4", copy=False).view(np.uint8)
+            buf[off["s8s8"]:off["s8s8"] + blk.size] = blk
+        if self.zp_compensation is not None:
+            blk = self.zp_compensation.astype("<i4", copy=False).view(np.uint8)
+            buf[off["zp"]:off["zp"] + blk.size] = blk
+        return buf
+
+    def __repr__(self):
+        comp = "+".join(k for k, v in (("s8s8", self.compensation), ("zp", self.zp_compensation))
+                        if v is not None) or "no"
+        return (f"Quantized({self.desc!r}, {comp} compensation"
+                + (f" over {_mask_text(self.comp_mask, self.desc.ndim)}" if self.comp_desc else "")
+                + (f", scale_adjust {self.scale_adjust:g}" if self.scale_adjust != 1.0 else "") + ")")
+
+
+class _QuantizePrep(NamedTuple):
+    plan: object
+    comp_desc: object
+    comp_mask: int
+    scale_adjust: float
+    s8s8: bool
+    zp: bool
+    ncomp: int
+    in_shape: tuple
+    in_strides: tuple
+    out_shape: tuple
+
+
+_QUANTIZE = {}          # call signature -> _QuantizePrep; bounded like _BY_KEY
+_QUANTIZE_MAX = 128
+
+
+def quantize(w, src, dst, *, scales=1.0, scale_mask=None, compensation=None, comp_mask=None,
+             scale_adjust=1.0, dims=None, src_dtype=None, threads=None, out=None):
+    """Quantize weights `w` to s8 in layout `dst`, with optional int8 compensation.
+
+    q = saturate_round(scale_adjust * scales[x] * w[x])   (f32 arithmetic; oneDNN's src scale)
+
+    w             array in layout `src` (f32, f64, bf16, f16, s8, ...; as for reorder())
+    src, dst      tags or Descs; a dst tag makes an s8 Desc over w's dims
+    scales        multiplier: one number, or values per the dims of `scale_mask`
+    scale_mask    bits of the dims the scales vary along; default 0 for one number, else
+                  comp_mask (or 1, the output channels, without compensation)
+    compensation  None, "s8s8" (-128 * sum q), "zp" (-sum q) or ("s8s8", "zp"); sums run over
+                  the unmasked dims of the stored s8 values, padded entries are 0
+    comp_mask     dims that keep their own sum: 1 (O, conv weights; the default), 3 (G and O,
+                  grouped), 2 (N of 2-D matmul weights `BA16a64b4a`), 5 (3-D matmul), ...
+    scale_adjust  1.0, or 0.5 for CPUs without VNNI (the conv multiplies back by 2)
+
+    out           optional preallocated int8 array for .data (dst's physical shape)
+
+    Returns a `Quantized` (.data, .compensation, .zp_compensation, .desc, .to_onednn_buffer()).
+    """
+    arr = as_array(w)
+    key = _quantize_key(arr, src, dst, scales, scale_mask, compensation, comp_mask,
+                        scale_adjust, dims, src_dtype, threads)
+    q = _QUANTIZE.get(key) if key is not None else None
+    if q is None:
+        q = _prepare(arr, src, dst, scales, scale_mask, _comp_kinds(compensation), comp_mask,
+                     scale_adjust, dims, src_dtype, threads)
+        if key is not None:
+            if len(_QUANTIZE) >= _QUANTIZE_MAX:
+                _QUANTIZE.pop(next(iter(_QUANTIZE)))
+            _QUANTIZE[key] = q
+    p = q.plan
+    if out is None:
+        out = p.empty()
+    elif not (type(out) is np.ndarray and out.shape == q.out_shape and out.dtype == np.int8
+              and out.flags.c_contiguous and out.flags.writeable
+              and not np.may_share_memory(arr, out)):
+        check_out(out, p.dst, arr)      # raises with the reason (or finds no real overlap)
+    if not (type(arr) is np.ndarray and arr.shape == q.in_shape and arr.strides == q.in_strides):
+        arr = _bind_source(arr, p.src)
+    s8s8 = np.zeros(q.ncomp, np.int32) if q.s8s8 else None
+    zp = np.zeros(q.ncomp, np.int32) if q.zp else None
+    acc = data_address(zp if q.zp else s8s8)       # the sums land in one, then become both
+    p.execute(arr, out, p.nthreads(threads), acc)
+    if acc:
+        finish_compensation(acc, data_address(s8s8), data_address(zp), q.ncomp)
+    return Quantized(out, s8s8, zp, p.dst, q.comp_desc, q.comp_mask, q.scale_adjust)
+
+
+def _quantize_key(arr, src, dst, scales, scale_mask, compensation, comp_mask, scale_adjust,
+                  dims, src_dtype, threads):
+    """The cache key of a call, or None (Descs, unusual argument types: the long way).
+    Scales are keyed by value, so changing an array in place is seen."""
+    if not (isinstance(src, str) and isinstance(dst, str)):
+        return None
+    if type(scales) is np.ndarray:
+        skey = (scales.dtype.str, scales.shape, scales.tobytes())
+    elif type(scales) in (int, float):
+        skey = scales
+    else:
+        return None
+    key = (arr.shape, arr.strides, arr.dtype, src, dst, dims if dims is None else tuple(dims),
+           src_dtype, skey, scale_mask, compensation, comp_mask, scale_adjust, threads)
+    try:
+        hash(key)
+    except TypeError:           # a list somewhere
+        return None
+    return key
+
+
+def _prepare(arr, src, dst, scales, scale_mask, comp, comp_mask, scale_adjust, dims, src_dtype,
+             threads):
+    """What every call with one quantize() signature shares; validates everything."""
+    sdesc, arr = _src_desc(arr, src, dims, _dtype_for(arr, src_dtype))
+    if isinstance(dst, Desc):
+        if dst.dims != sdesc.dims:
+            raise ReorderError(f"dst descriptor dims {_fmt(dst.dims)} differ from the source's "
+                               f"{_fmt(sdesc.dims)}")
+        if dst.dtype.name != "s8":
+            raise ReorderError(f"quantize() writes s8, but the dst descriptor is {dst.dtype.name}")
+        ddesc = dst
+    else:
+        ddesc = Desc(sdesc.dims, "s8", dst)
+    if scale_mask is None:
+        n = np.size(scales)
+        scale_mask = 0 if n == 1 else (comp_mask if comp_mask is not None else 1)
+    attrs = make_attrs(src_scales=scales, src_scale_mask=scale_mask, compensation=comp,
+                       comp_mask=comp_mask, scale_adjust=scale_adjust)
+    p = cached_plan(sdesc, ddesc, threads, attrs)
+    cdesc = attrs.comp_desc(ddesc) if comp else None
+    isz = p.src.dtype.itemsize
+    return _QuantizePrep(p, cdesc, attrs.comp_mask if comp else 0, attrs.scale_adjust,
+                         "s8s8" in comp, "zp" in comp, cdesc.nelems if comp else 0,
+                         p.src.physical_shape, tuple(st * isz for st in p.src.physical_strides),
+                         p.dst.physical_shape)

@@ -19,6 +19,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _kernels
+from ._kernels import data_address
+from .attrs import Attrs
 from .desc import Desc, _fmt, _bytes
 from .errors import ReorderError
 from .tags import ABC
@@ -48,7 +50,7 @@ class Problem:
     nodes: tuple                 # of Node, outermost first
     checked: tuple               # of (dim, logical size, dst padded size)
     itemsize: int                # bytes per element the kernel moves (a whole run when widened)
-    attrs: object = None         # conversion attributes (reorder.quantize.Attrs), or None
+    attrs: object = None         # conversion attributes (reorder.attrs.Attrs), or None
     qstrides: tuple = ()         # with attrs: per node (scale index stride, comp index stride)
 
     @property
@@ -374,17 +376,20 @@ class Plan:
                   and out.flags.c_contiguous and out.flags.writeable
                   and not np.may_share_memory(x, out)):
             check_out(out, self.dst, x)     # raises with the reason (or finds no real overlap)
-        nthreads = self.nthreads(threads) if not self._small or threads is not None else 1
-        src_addr = x.__array_interface__["data"][0]
-        dst_addr = out.__array_interface__["data"][0]
+        self.execute(x, out, self.nthreads(threads) if not self._small or threads is not None else 1)
+        return out
+
+    def execute(self, x, out, nthreads, acc=0):
+        """Run the steps on a source bound to self.src and a checked output; `acc`: address
+        of the int32 compensation sums the conversion step adds to (0: none)."""
+        src, dst = data_address(x), data_address(out)
+        last = (nthreads, acc) if acc else (nthreads,)
         if self.via is None:
-            self._runners[0].run(src_addr, dst_addr, nthreads)
+            self._runners[0].run(src, dst, *last)
         else:
             tmp = _aligned_empty(self.via.physical_shape, self.via.dtype.storage)
-            tmp_addr = tmp.__array_interface__["data"][0]
-            self._runners[0].run(src_addr, tmp_addr, nthreads)
-            self._runners[1].run(tmp_addr, dst_addr, nthreads)
-        return out
+            self._runners[0].run(src, data_address(tmp), nthreads)
+            self._runners[1].run(data_address(tmp), dst, *last)
 
     def __repr__(self):
         return (f"Plan({self.src.name} -> {self.dst.name}, {_fmt(self.src.dims)} {self.src.dtype.name}, "
@@ -415,13 +420,12 @@ class Plan:
 
 @lru_cache(maxsize=512)
 def cached_plan(src, dst, threads=None, attrs=None):
-    """A cached Plan. `attrs` (reorder.quantize.Attrs: scales by value, zero points, sum,
+    """A cached Plan. `attrs` (reorder.attrs.Attrs: scales by value, zero points, sum,
     compensation) is part of the key; a change of dtype alone needs none."""
     if src.dims != dst.dims:
         raise ReorderError(f"src dims {_fmt(src.dims)} and dst dims {_fmt(dst.dims)} differ; a "
                            f"reorder keeps the logical shape")
     if attrs is None and src.dtype != dst.dtype:
-        from .quantize import Attrs    # quantize.py imports this module
         attrs = Attrs()
     if attrs is not None:
         attrs = attrs.bind(src, dst)   # validates; None when it is a plain same-type move
@@ -438,7 +442,7 @@ def _aligned_empty(shape, dtype, align=64):
     dtype = np.dtype(dtype)
     n = math.prod(shape) * dtype.itemsize
     raw = np.empty(n + align, dtype=np.uint8)
-    start = -raw.__array_interface__["data"][0] % align
+    start = -data_address(raw) % align
     return raw[start:start + n].view(dtype).reshape(shape)
 
 
@@ -485,3 +489,10 @@ def check_out(out, dst, x=None):
             overlap = True          # could not prove them apart: refuse rather than risk it
         if overlap:
             raise ReorderError("out overlaps the input array; a reorder cannot run in place")
+
+
+# The conversion kernel subclasses Kernel, so its module comes after this one; it is tried
+# first, and takes exactly the problems that carry conversion attributes.
+from .conversion import ConversionKernel  # noqa: E402
+
+KERNELS.insert(0, ConversionKernel())

@@ -414,6 +414,18 @@ def test_compensation_with_scales(sdt, adj, simd):
                    scales=qr.per_dim_scales(40) * 32, smask=3, adj=adj)
 
 
+@pytest.mark.parametrize("hw", [(1, 1), (1, 2), (1, 3), (2, 2), (1, 5), (2, 3), (1, 7), (2, 4),
+                                (3, 3), (2, 5), (1, 11), (3, 4), (4, 4)], ids=lambda hw: "%dx%d" % hw)
+def test_weight_kernel_spatial_sizes(hw, simd):
+    """The `4i16o4i` weight kernel takes 1..12 spatial points, four at a time through a 16x16
+    transpose and the rest one by one; 16 points fall back to the tiles. O and I not multiples
+    of 16 leave padded rows and lanes, with per-o scales and both sums."""
+    dims = (37, 21) + hw
+    check_quantize(dims, "abcd", "ABcd4b16a4b", ("s8s8", "zp"), 1,
+                   scales=qr.per_dim_scales(37) * 64, smask=1)
+    check_quantize((32, 32) + hw, "abcd", "ABcd4b16a4b", ("s8s8",), 1, sdt="bf16")
+
+
 def test_comp_layout_Ab4a():
     """Abcd4a with mask 3 -> Ab4a: entry (g % 4) + 4*o + 8*(g // 4), with o = 2 (§4.3)."""
     dims = (6, 2, 3, 5)
@@ -615,7 +627,7 @@ def test_compensation_needs_s8():
     with pytest.raises(ValueError, match="quantize\\(\\) writes s8, but the dst descriptor is u8"):
         ro.quantize(W, "oihw", ro.Desc(W.shape, "u8", "OIhw4i16o4i"), compensation="s8s8")
     from reorder.planner import cached_plan
-    from reorder.quantize import make_attrs
+    from reorder.attrs import make_attrs
     with pytest.raises(ValueError, match="compensation s8s8 needs an s8 destination, but dst is u8"):
         cached_plan(ro.Desc(W.shape, "f32", "oihw"), ro.Desc(W.shape, "u8", "OIhw4i16o4i"), None,
                     make_attrs(compensation="s8s8"))

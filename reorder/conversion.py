@@ -1,0 +1,160 @@
+"""The planner's conversion kernel: how a reorder with a type conversion, scales, zero
+points, sum or compensation is cut for the runners of `_convert.pyx` (the int8 `4i16o4i`
+weight kernel, 16-lane tiles with register transposes, or a strided walk). The planner
+registers it ahead of the move kernels.
+"""
+import math
+
+import numpy as np
+
+from . import _convert
+from .planner import NT_MIN_BYTES, Kernel
+
+__all__ = ["ConversionKernel"]
+
+CODES = _convert.CODES
+
+# ---------------------------------------------------------------------------------------------
+# the planner's conversion kernel
+
+# The tile path takes at most this many destination-contiguous lanes per outer position.
+TILE_MAX_LANES = 4096
+
+
+def _split_node(nodes, qstrides):
+    """The node threads split when compensation is accumulated: one that carries a comp
+    index (the longest; the outermost among equals), so every sum stays in one thread."""
+    best = -1
+    for i, (nd, (_, cs)) in enumerate(zip(nodes, qstrides)):
+        if cs != 0 and nd.extent > 1 and (best < 0 or nd.extent > nodes[best].extent):
+            best = i
+    return best
+
+
+def _tile_layout(prob):
+    """How the tile kernel would cut `prob`, or None when it does not fit.
+
+    Lanes: the innermost nodes that are dense in dst (strides 1, e1, e1*e2, ...) and not B,
+    at least 16 and a multiple of 16 of them (`c16` of nChw16c; `4i16o4i` of OIhw4i16o4i).
+    B: the node that is contiguous in src (`hw`); scales and compensation must not vary
+    along it. The rest are outer nodes, walked as usual."""
+    nodes, qs = list(prob.nodes), list(prob.qstrides)
+    if len(nodes) < 2:
+        return None
+    ib = [i for i, nd in enumerate(nodes) if nd.ss == 1 and nd.extent > 1]
+    if len(ib) != 1 or qs[ib[0]] != (0, 0):
+        return None
+    ib = ib[0]
+    lanes, k = 1, len(nodes) - 1
+    chain = []
+    while k >= 0 and k != ib and nodes[k].ds == lanes and lanes < 256:
+        if lanes % 16 == 0 and lanes * nodes[k].extent > TILE_MAX_LANES:
+            break
+        chain.append(k)
+        lanes *= nodes[k].extent
+        k -= 1
+    if not chain or lanes % 16 or lanes > TILE_MAX_LANES or k < 0:
+        return None
+    b = nodes[ib]
+    if b.ds < lanes:
+        return None
+    blk_dims = {nodes[i].dim for i in chain if nodes[i].dim >= 0}
+    if b.dim >= 0 and b.dim in blk_dims:
+        return None
+    alloc = {d: pad for d, _, pad in prob.checked}
+    for d in blk_dims:          # lanes must never lie beyond dst's allocation
+        if max(nd.extent * nd.weight for nd in nodes if nd.dim == d) > alloc[d]:
+            return None
+    outer = [i for i in range(len(nodes)) if i != ib and i not in chain]
+    return chain, ib, outer, sorted(blk_dims)
+
+
+def _w4i16o4i_layout(prob, layout):
+    """int8 weights whose lanes are `4i16o4i` over a src row [i16][S] per o (plain oihw-like
+    sources): the dedicated kernel's parameters, or None."""
+    a = prob.attrs
+    if prob.dst.dtype.name not in ("s8", "u8") or a.src_zp is not None \
+            or a.dst_zp is not None or a.sum_beta is not None:
+        return None
+    chain, ib, outer, blk_dims = layout
+    if len(chain) != 3:
+        return None
+    (n0, q0), (n1, q1), (n2, q2) = ((prob.nodes[i], prob.qstrides[i]) for i in chain)
+    b = prob.nodes[ib]
+    S = b.extent
+    if not ((n0.extent, n0.ds, n1.extent, n1.ds, n2.extent, n2.ds) == (4, 1, 16, 4, 4, 64)
+            and b.ss == 1 and b.ds == 256 and 1 <= S <= 12 and b.dim < 0
+            and n0.ss == S and n2.ss == 4 * S and q0 == (0, 0) and q2 == (0, 0)
+            and n0.dim == n2.dim and (n0.dim < 0 or (n0.weight, n2.weight) == (1, 4))):
+        return None
+    return S, n1.ss, n1.weight, q1[0], q1[1], n1.dim, n0.dim
+
+
+def _lane_tables(prob, chain, blk_dims):
+    """Per-lane src offset, scale index, comp index and checked-dim coordinates, in dst
+    order (lane j = sum of digit * dst stride over the chain)."""
+    n = math.prod(prob.nodes[i].extent for i in chain)
+    soff, koff, coff = (np.zeros(n, np.int64) for _ in range(3))
+    acoord = np.zeros((len(blk_dims), n), np.int64)
+    j = np.arange(n, dtype=np.int64)
+    for i in chain:
+        nd, (ks, cs) = prob.nodes[i], prob.qstrides[i]
+        digit = (j // nd.ds) % nd.extent
+        soff += digit * nd.ss
+        koff += digit * ks
+        coff += digit * cs
+        if nd.dim >= 0:
+            acoord[blk_dims.index(nd.dim)] += digit * nd.weight
+    return soff, koff, coff, acoord
+
+
+class ConversionKernel(Kernel):
+    name = "convert"
+    why = ("type conversion, scales, zero points, sum and compensation fused into one pass "
+           "(f32 arithmetic per element): the int8 `4i16o4i` weight kernel, 16-lane tiles "
+           "with AVX-512 register transposes, or a strided walk, whichever fits "
+           "(docs/int8.md)")
+
+    def is_usable_for(self, prob):
+        return prob.attrs is not None
+
+    def prepare(self, prob):
+        a = prob.attrs
+        one = np.ones(1, np.float32)
+        sscale = a.src_scale_values()
+        dscale = a.dst_scale_values()
+        dinv = one if dscale is None else np.float32(1) / dscale     # f32 reciprocal, like jit
+        common = (
+            one if sscale is None else np.ascontiguousarray(sscale),
+            bool(sscale is not None and a.src_mask), sscale is not None,
+            np.ascontiguousarray(dinv, dtype=np.float32), bool(dscale is not None and a.dst_mask),
+            dscale is not None,
+            float(a.src_zp or 0), a.src_zp is not None, float(a.dst_zp or 0), a.dst_zp is not None,
+            float(a.sum_beta or 0.0), a.sum_beta is not None, float(a.scale_adjust))
+        codes = (CODES[prob.src.dtype.name], CODES[prob.dst.dtype.name])
+        checked = np.array(prob.checked, dtype=np.int64).reshape(-1, 3)
+        layout = _tile_layout(prob) if prob.nodes and prob.nodes[0].extent else None
+        if layout is None:
+            rows = [tuple(nd) + tuple(q) for nd, q in zip(prob.nodes, prob.qstrides)]
+            nodes = np.array(rows, dtype=np.int64).reshape(-1, 7)
+            return _convert.Convert(*codes, nodes, checked, *common,
+                                    _split_node(prob.nodes, prob.qstrides))
+        chain, ib, outer, blk_dims = layout
+        onodes = [prob.nodes[i] for i in outer]
+        oq = [prob.qstrides[i] for i in outer]
+        rows = [tuple(nd) + tuple(q) for nd, q in zip(onodes, oq)] + [(1, 0, 0, -1, 1, 0, 0)]
+        nodes = np.array(rows, dtype=np.int64).reshape(-1, 7)
+        w = _w4i16o4i_layout(prob, layout)
+        if w is not None:
+            return _convert.ConvertW4i16o4i(*codes, nodes, checked, *common,
+                                            _split_node(onodes, oq), np.array(w, dtype=np.int64))
+        soff, koff, coff, acoord = _lane_tables(prob, chain, blk_dims)
+        b = prob.nodes[ib]
+        bvec = np.array([b.extent, b.ds, b.weight, b.dim], dtype=np.int64)
+        # streaming stores pay once dst outgrows the cache (the move kernels' threshold)
+        nt = prob.dst.nelems * prob.dst.dtype.itemsize >= NT_MIN_BYTES
+        runner = _convert.ConvertTile(*codes, nodes, checked, *common,
+                                      _split_node(onodes, oq), soff, koff, coff, acoord,
+                                      np.array(blk_dims, dtype=np.int64), bvec, nt)
+        return runner
+

@@ -225,15 +225,17 @@ RQ_TGT static inline void rq_tr16(__m512* r) {
 TGT static inline __attribute__((always_inline)) void                                          \
 rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,                          \
         int64_t dB, int64_t nbv, int64_t nbw, uint32_t lanes, const float* ssc,                 \
-        const float* dinv, const rq_math_t* m, int32_t* acc, int nt) {                         \
+        const float* dinv, const rq_math_t* m, int32_t* acc, int nt, const int PURE) {         \
     const char* src = (const char*)src_;                                                        \
     char* dst = (char*)dst_;                                                                    \
     const __mmask16 kl = (__mmask16)lanes;                                                      \
     const __m512 vs = _mm512_loadu_ps(ssc), vd = _mm512_loadu_ps(dinv);                         \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
-    const int hz = m->has_szp, hs = m->has_sscale, hm = m->has_sum, hd = m->has_dscale;         \
-    const int hdz = m->has_dzp, ha = m->has_adj;                                                \
+    /* PURE (a plain type conversion) makes every flag a constant 0: tests on them in the     \
+       unrolled loops cost more than the conversion itself */                                 \
+    const int hz = !PURE && m->has_szp, hs = !PURE && m->has_sscale, hm = !PURE && m->has_sum;  \
+    const int hd = !PURE && m->has_dscale, hdz = !PURE && m->has_dzp, ha = !PURE && m->has_adj; \
     const int64_t dstep = dB * DSIZE;                                                           \
     const char* rows[16];                                                                       \
     __m512i vacc = _mm512_setzero_si512();                                                      \
@@ -285,10 +287,19 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
 TGT static void rq_block_##SN##_##DN(const void* src, void* dst, const rq_block_t* k,           \
                                      const rq_math_t* m) {                                      \
     const int64_t G = k->ngroups, dB = k->dB, nbv = k->nbv, nbw = k->nbw;                        \
-    for (int64_t g = 0; g < G; g++)                                                             \
-        rq_tile_##SN##_##DN(src, k->soff + 16 * g, (char*)dst + 16 * g * DSIZE, dB, nbv, nbw,    \
-                            k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m,                   \
-                            k->acc ? k->acc + 16 * g : (int32_t*)0, (int)k->nt);                 \
+    const int pure = !(m->has_szp || m->has_sscale || m->has_sum || m->has_dscale               \
+                       || m->has_dzp || m->has_adj);                                            \
+    for (int64_t g = 0; g < G; g++) {                                                           \
+        int32_t* acc = k->acc ? k->acc + 16 * g : (int32_t*)0;                                  \
+        if (pure)                                                                               \
+            rq_tile_##SN##_##DN(src, k->soff + 16 * g, (char*)dst + 16 * g * DSIZE, dB, nbv,     \
+                                nbw, k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m, acc,     \
+                                (int)k->nt, 1);                                                 \
+        else                                                                                    \
+            rq_tile_##SN##_##DN(src, k->soff + 16 * g, (char*)dst + 16 * g * DSIZE, dB, nbv,     \
+                                nbw, k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m, acc,     \
+                                (int)k->nt, 0);                                                 \
+    }                                                                                           \
     if (k->nt) _mm_sfence();                                                                    \
 }
 

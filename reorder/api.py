@@ -274,7 +274,10 @@ def quantize(w, src, dst, *, scales=1.0, scale_mask=None, compensation=None, com
     arr = as_array(w)
     key = _quantize_key(arr, src, dst, scales, scale_mask, compensation, comp_mask,
                         scale_adjust, dims, src_dtype, threads)
-    q = _QUANTIZE.get(key) if key is not None else None
+    try:
+        q = _QUANTIZE.get(key) if key is not None else None
+    except TypeError:           # a list somewhere in the arguments: no caching
+        q = key = None
     if q is None:
         q = _prepare(arr, src, dst, scales, scale_mask, _comp_kinds(compensation), comp_mask,
                      scale_adjust, dims, src_dtype, threads)
@@ -312,13 +315,8 @@ def _quantize_key(arr, src, dst, scales, scale_mask, compensation, comp_mask, sc
         skey = scales
     else:
         return None
-    key = (arr.shape, arr.strides, arr.dtype, src, dst, dims if dims is None else tuple(dims),
-           src_dtype, skey, scale_mask, compensation, comp_mask, scale_adjust, threads)
-    try:
-        hash(key)
-    except TypeError:           # a list somewhere
-        return None
-    return key
+    return (arr.shape, arr.strides, arr.dtype, src, dst, dims if dims is None else tuple(dims),
+            src_dtype, skey, scale_mask, compensation, comp_mask, scale_adjust, threads)
 
 
 def _prepare(arr, src, dst, scales, scale_mask, comp, comp_mask, scale_adjust, dims, src_dtype,

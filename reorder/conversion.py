@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from . import _convert
-from .planner import NT_MIN_BYTES, Kernel
+from .planner import NT_MIN_BYTES, Kernel, Node
 
 __all__ = ["ConversionKernel"]
 
@@ -71,23 +71,42 @@ def _tile_layout(prob):
 
 def _w4i16o4i_layout(prob, layout):
     """int8 weights whose lanes are `4i16o4i` over a src row [i16][S] per o (plain oihw-like
-    sources): the dedicated kernel's parameters, or None."""
+    sources): (outer nodes, their scale/comp strides, the kernel's parameters), or None.
+
+    With S > 1 the tile layout holds it: lanes (i%4, o, i/4) and B = the S spatial points.
+    With S = 1 (1x1 convolutions, matmul weights `OI4i16o4i`) nothing is left to be B, and
+    the i/4 node has fused with the I blocks (both strides chain); it is split back."""
     a = prob.attrs
     if prob.dst.dtype.name not in ("s8", "u8") or a.src_zp is not None \
             or a.dst_zp is not None or a.sum_beta is not None:
         return None
-    chain, ib, outer, blk_dims = layout
-    if len(chain) != 3:
-        return None
-    (n0, q0), (n1, q1), (n2, q2) = ((prob.nodes[i], prob.qstrides[i]) for i in chain)
-    b = prob.nodes[ib]
-    S = b.extent
+    nodes, qs = list(prob.nodes), list(prob.qstrides)
+    if layout is not None:
+        chain, ib, outer, _ = layout
+        b = nodes[ib]
+        if len(chain) != 3 or not (b.ss == 1 and b.ds == 256 and b.dim < 0):
+            return None
+        S = b.extent
+        onodes, oq = [nodes[i] for i in outer], [qs[i] for i in outer]
+    else:
+        if len(nodes) < 3 or nodes[-3].extent % 4 or nodes[-3].ds != 64:
+            return None
+        chain, S, n2 = [len(nodes) - 1, len(nodes) - 2, len(nodes) - 3], 1, nodes[-3]
+        iblocks = Node(n2.extent // 4, n2.ss * 4, n2.ds * 4, n2.dim, n2.weight * 4)
+        nodes[-3] = Node(4, n2.ss, n2.ds, n2.dim, n2.weight)
+        onodes, oq = nodes[:-3] + [iblocks], qs[:-3] + [qs[-3]]
+    (n0, q0), (n1, q1), (n2, q2) = ((nodes[i], qs[i]) for i in chain)
     if not ((n0.extent, n0.ds, n1.extent, n1.ds, n2.extent, n2.ds) == (4, 1, 16, 4, 4, 64)
-            and b.ss == 1 and b.ds == 256 and 1 <= S <= 12 and b.dim < 0
-            and n0.ss == S and n2.ss == 4 * S and q0 == (0, 0) and q2 == (0, 0)
+            and 1 <= S <= 12 and n0.ss == S and n2.ss == 4 * S and q0 == (0, 0) and q2 == (0, 0)
             and n0.dim == n2.dim and (n0.dim < 0 or (n0.weight, n2.weight) == (1, 4))):
         return None
-    return S, n1.ss, n1.weight, q1[0], q1[1], n1.dim, n0.dim
+    return onodes, oq, (S, n1.ss, n1.weight, q1[0], q1[1], n1.dim, n0.dim)
+
+
+def _outer_rows(onodes, oq):
+    """The runners' node array: outer nodes, then a dummy node for the per-position work."""
+    rows = [tuple(nd) + tuple(q) for nd, q in zip(onodes, oq)] + [(1, 0, 0, -1, 1, 0, 0)]
+    return np.array(rows, dtype=np.int64).reshape(-1, 7)
 
 
 def _lane_tables(prob, chain, blk_dims):
@@ -134,6 +153,12 @@ class ConversionKernel(Kernel):
         codes = (CODES[prob.src.dtype.name], CODES[prob.dst.dtype.name])
         checked = np.array(prob.checked, dtype=np.int64).reshape(-1, 3)
         layout = _tile_layout(prob) if prob.nodes and prob.nodes[0].extent else None
+        w = _w4i16o4i_layout(prob, layout) if prob.nodes and prob.nodes[0].extent else None
+        if w is not None:
+            onodes, oq, params = w
+            return _convert.ConvertW4i16o4i(*codes, _outer_rows(onodes, oq), checked, *common,
+                                            _split_node(onodes, oq),
+                                            np.array(params, dtype=np.int64))
         if layout is None:
             rows = [tuple(nd) + tuple(q) for nd, q in zip(prob.nodes, prob.qstrides)]
             nodes = np.array(rows, dtype=np.int64).reshape(-1, 7)
@@ -142,12 +167,7 @@ class ConversionKernel(Kernel):
         chain, ib, outer, blk_dims = layout
         onodes = [prob.nodes[i] for i in outer]
         oq = [prob.qstrides[i] for i in outer]
-        rows = [tuple(nd) + tuple(q) for nd, q in zip(onodes, oq)] + [(1, 0, 0, -1, 1, 0, 0)]
-        nodes = np.array(rows, dtype=np.int64).reshape(-1, 7)
-        w = _w4i16o4i_layout(prob, layout)
-        if w is not None:
-            return _convert.ConvertW4i16o4i(*codes, nodes, checked, *common,
-                                            _split_node(onodes, oq), np.array(w, dtype=np.int64))
+        nodes = _outer_rows(onodes, oq)
         soff, koff, coff, acoord = _lane_tables(prob, chain, blk_dims)
         b = prob.nodes[ib]
         bvec = np.array([b.extent, b.ds, b.weight, b.dim], dtype=np.int64)

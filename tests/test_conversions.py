@@ -418,7 +418,8 @@ def test_compensation_with_scales(sdt, adj, simd):
                                 (3, 3), (2, 5), (1, 11), (3, 4), (4, 4)], ids=lambda hw: "%dx%d" % hw)
 def test_weight_kernel_spatial_sizes(hw, simd):
     """The `4i16o4i` weight kernel takes 1..12 spatial points, four at a time through a 16x16
-    transpose and the rest one by one; 16 points fall back to the tiles. O and I not multiples
+    transpose and the rest one by one; 16 points fall back to the tiles. 1x1 reaches it with
+    the I blocks split back out of the i/4 node they fuse with. O and I not multiples
     of 16 leave padded rows and lanes, with per-o scales and both sums."""
     dims = (37, 21) + hw
     check_quantize(dims, "abcd", "ABcd4b16a4b", ("s8s8", "zp"), 1,
@@ -450,6 +451,7 @@ def test_comp_layout_depthwise_padding():
 
 @pytest.mark.parametrize("dims,stag,dtag,mask", [
     ((250, 64, 3, 3), "abcd", "ABcd4b16a4b", 1),       # tile path, split over O blocks
+    ((500, 250, 1, 1), "abcd", "ABcd4b16a4b", 1),      # 1x1 weights: I blocks split back out
     ((4, 60, 64, 3, 3), "abcde", "aBCde4c16b4c", 3),
     ((128, 128, 3, 3), "abcd", "cdba", 1),              # o in the lanes: one thread owns all
     ((513, 300), "ab", "BA16a64b4a", 2),

@@ -352,6 +352,21 @@ static const rq_block_fn rq_blocks[7][7] = {
    (packuswb for u8), which saturate exactly like the scalar clamp. The packs interleave the
    four vectors per 128-bit lane, so byte (vector v, element e) sits at (v/4)*64 + (e/4)*16 +
    (v%4)*4 + e%4; the vpermi2b index table already accounts for that. */
+/* A 4x4 transpose of 128-bit lanes: line j = lane j of a, b, c, e, in that order, stored at
+   d + j*step; with `sum`, each line's four signed bytes per dword lane go into *acc. */
+RQ_TGT_VBMI static inline __attribute__((always_inline)) void
+rq_w_lines4(__m512i a, __m512i b, __m512i c, __m512i e, uint8_t* d, int64_t step, int sum,
+            __m512i* acc) {
+    const __m512i x0 = _mm512_shuffle_i32x4(a, b, 0x44), x1 = _mm512_shuffle_i32x4(a, b, 0xEE);
+    const __m512i x2 = _mm512_shuffle_i32x4(c, e, 0x44), x3 = _mm512_shuffle_i32x4(c, e, 0xEE);
+    const __m512i l[4] = {_mm512_shuffle_i32x4(x0, x2, 0x88), _mm512_shuffle_i32x4(x0, x2, 0xDD),
+                          _mm512_shuffle_i32x4(x1, x3, 0x88), _mm512_shuffle_i32x4(x1, x3, 0xDD)};
+    for (int j = 0; j < 4; j++) {
+        _mm512_storeu_si512(d + j * step, l[j]);
+        if (sum) *acc = _mm512_dpbusd_epi32(*acc, _mm512_set1_epi8(1), l[j]);
+    }
+}
+
 #define RQ_W(SN, SSIZE, DN)                                                                     \
 RQ_TGT_VBMI static inline __attribute__((always_inline)) void                                   \
 rq_w_body_##SN##_##DN(const void* src_, void* dst_, const rq_w_t* k, const rq_math_t* m,         \
@@ -367,7 +382,6 @@ rq_w_body_##SN##_##DN(const void* src_, void* dst_, const rq_w_t* k, const rq_ma
               : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1u);                      \
     }                                                                                           \
     const __m512 adj = _mm512_set1_ps(m->adj);                                                  \
-    const __m512i ones8 = _mm512_set1_epi8(1);                                                  \
     __m512i vacc = _mm512_setzero_si512();                                                      \
     const __m512i i0 = _mm512_loadu_si512(k->idx), i1 = _mm512_loadu_si512(k->idx + 64);        \
     const __m512i i2 = _mm512_loadu_si512(k->idx + 128);                                        \
@@ -423,22 +437,7 @@ rq_w_body_##SN##_##DN(const void* src_, void* dst_, const rq_w_t* k, const rq_ma
         uint8_t* d = dst + q * 1024;                                                            \
         _Pragma("GCC unroll 16")                                                                 \
         for (int c = 0; c < 4; c++) {                                                           \
-            __m512i y0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x44);                            \
-            __m512i y1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xEE);                            \
-            __m512i y2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44);                       \
-            __m512i y3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xEE);                       \
-            __m512i l0 = _mm512_shuffle_i32x4(y0, y2, 0x88), l1 = _mm512_shuffle_i32x4(y0, y2, 0xDD); \
-            __m512i l2 = _mm512_shuffle_i32x4(y1, y3, 0x88), l3 = _mm512_shuffle_i32x4(y1, y3, 0xDD); \
-            _mm512_storeu_si512(d + (0 + c) * 64, l0);                                          \
-            _mm512_storeu_si512(d + (4 + c) * 64, l1);                                          \
-            _mm512_storeu_si512(d + (8 + c) * 64, l2);                                          \
-            _mm512_storeu_si512(d + (12 + c) * 64, l3);                                         \
-            if (kacc) {                                                                         \
-                vacc = _mm512_dpbusd_epi32(vacc, ones8, l0);                                    \
-                vacc = _mm512_dpbusd_epi32(vacc, ones8, l1);                                    \
-                vacc = _mm512_dpbusd_epi32(vacc, ones8, l2);                                    \
-                vacc = _mm512_dpbusd_epi32(vacc, ones8, l3);                                    \
-            }                                                                                   \
+            rq_w_lines4(b[c], b[4 + c], b[8 + c], b[12 + c], d + c * 64, 256, kacc != 0, &vacc); \
         }                                                                                       \
     }                                                                                           \
     /* the last S % 4 points one at a time: a 16x4 dword transpose of 16-byte pieces */        \
@@ -453,22 +452,7 @@ rq_w_body_##SN##_##DN(const void* src_, void* dst_, const rq_w_t* k, const rq_ma
             t = _mm512_inserti32x4(t, _mm_load_si128((const __m128i*)(b + (4 * h + 3) * 64)), 3); \
             z[h] = _mm512_permutexvar_epi32(perm, t);                                           \
         }                                                                                       \
-        __m512i z0 = z[0], z1 = z[1], z2 = z[2], z3 = z[3];                                     \
-        __m512i x0 = _mm512_shuffle_i32x4(z0, z1, 0x44), x1 = _mm512_shuffle_i32x4(z0, z1, 0xEE); \
-        __m512i x2 = _mm512_shuffle_i32x4(z2, z3, 0x44), x3 = _mm512_shuffle_i32x4(z2, z3, 0xEE); \
-        uint8_t* d = dst + s * 256;                                                             \
-        __m512i l0 = _mm512_shuffle_i32x4(x0, x2, 0x88), l1 = _mm512_shuffle_i32x4(x0, x2, 0xDD); \
-        __m512i l2 = _mm512_shuffle_i32x4(x1, x3, 0x88), l3 = _mm512_shuffle_i32x4(x1, x3, 0xDD); \
-        _mm512_storeu_si512(d, l0);                                                             \
-        _mm512_storeu_si512(d + 64, l1);                                                        \
-        _mm512_storeu_si512(d + 128, l2);                                                       \
-        _mm512_storeu_si512(d + 192, l3);                                                       \
-        if (kacc) {                                                                             \
-            vacc = _mm512_dpbusd_epi32(vacc, ones8, l0);                                        \
-            vacc = _mm512_dpbusd_epi32(vacc, ones8, l1);                                        \
-            vacc = _mm512_dpbusd_epi32(vacc, ones8, l2);                                        \
-            vacc = _mm512_dpbusd_epi32(vacc, ones8, l3);                                        \
-        }                                                                                       \
+        rq_w_lines4(z[0], z[1], z[2], z[3], dst + s * 256, 64, kacc != 0, &vacc);               \
     }                                                                                           \
     if (kacc)                                                                                   \
         _mm512_storeu_si512(kacc, _mm512_add_epi32(_mm512_loadu_si512(kacc), vacc));            \

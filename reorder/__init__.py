@@ -6,10 +6,9 @@
     >>> back = ro.reorder(y, "nChw16c", "nchw", dims=x.shape)
 """
 from ._version import __version__
-from .api import plan, reorder
+from .api import Quantized, plan, quantize, reorder
 from .config import show_config
 from .desc import Desc
-from .api import Quantized, quantize
 from .errors import ReorderError
 from .tags import normalize_tag, parse_tag
 from .threads import get_num_threads, set_num_threads, threads

@@ -131,35 +131,44 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
         # the common call: skip rebuilding descriptors when the array looks the same
         key = (arr.shape, arr.strides, arr.dtype, src, dst, None if dims is None else tuple(dims),
                dtype)
-        p = _plan_by_key(key)
+        p = _lookup(_BY_KEY, key)
         if p is None:
             sdesc, arr = _src_desc(arr, src, dims, _dtype_for(arr, None))
             p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype))
-            _remember(key, p)
+            _remember(_BY_KEY, key, p, _BY_KEY_MAX)
         return p(arr, out=out, threads=threads)
     sdesc, arr = _src_desc(arr, src, dims, _dtype_for(arr, src_dtype))
     p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype))
     return p(arr, out=out, threads=threads)
 
 
+# Call signature -> what calls with it share (reorder(): the plan; quantize(): _QuantizePrep),
+# so a repeated call skips building descriptors. Bounded, oldest out first.
 _BY_KEY = {}
 _BY_KEY_MAX = 256
+_QUANTIZE = {}
+_QUANTIZE_MAX = 128
 
 
-def _plan_by_key(key):
+def _lookup(cache, key):
+    """cache[key], or None when absent, when key is None, or unhashable (a list in the call)."""
+    if key is None:
+        return None
     try:
-        return _BY_KEY.get(key)
-    except TypeError:       # unhashable dims
+        return cache.get(key)
+    except TypeError:
         return None
 
 
-def _remember(key, p):
-    if len(_BY_KEY) >= _BY_KEY_MAX:
-        _BY_KEY.pop(next(iter(_BY_KEY)), None)
+def _remember(cache, key, value, limit):
+    if key is None:
+        return
     try:
-        _BY_KEY[key] = p
+        cache[key] = value
     except TypeError:
-        pass
+        return
+    if len(cache) > limit:
+        cache.pop(next(iter(cache)))
 
 
 def plan(src, dst, *, dims=None, src_dtype="f32", threads=None, dtype=None, src_scales=None,
@@ -246,10 +255,6 @@ class _QuantizePrep(NamedTuple):
     out_shape: tuple
 
 
-_QUANTIZE = {}          # call signature -> _QuantizePrep; bounded like _BY_KEY
-_QUANTIZE_MAX = 128
-
-
 def quantize(w, src, dst, *, scales=1.0, scale_mask=None, compensation=None, comp_mask=None,
              scale_adjust=1.0, dims=None, src_dtype=None, threads=None, out=None):
     """Quantize weights `w` to s8 in layout `dst`, with optional int8 compensation.
@@ -274,17 +279,11 @@ def quantize(w, src, dst, *, scales=1.0, scale_mask=None, compensation=None, com
     arr = as_array(w)
     key = _quantize_key(arr, src, dst, scales, scale_mask, compensation, comp_mask,
                         scale_adjust, dims, src_dtype, threads)
-    try:
-        q = _QUANTIZE.get(key) if key is not None else None
-    except TypeError:           # a list somewhere in the arguments: no caching
-        q = key = None
+    q = _lookup(_QUANTIZE, key)
     if q is None:
         q = _prepare(arr, src, dst, scales, scale_mask, _comp_kinds(compensation), comp_mask,
                      scale_adjust, dims, src_dtype, threads)
-        if key is not None:
-            if len(_QUANTIZE) >= _QUANTIZE_MAX:
-                _QUANTIZE.pop(next(iter(_QUANTIZE)))
-            _QUANTIZE[key] = q
+        _remember(_QUANTIZE, key, q, _QUANTIZE_MAX)
     p = q.plan
     if out is None:
         out = p.empty()

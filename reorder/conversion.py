@@ -152,8 +152,9 @@ class ConversionKernel(Kernel):
             float(a.sum_beta or 0.0), a.sum_beta is not None, float(a.scale_adjust))
         codes = (CODES[prob.src.dtype.name], CODES[prob.dst.dtype.name])
         checked = np.array(prob.checked, dtype=np.int64).reshape(-1, 3)
-        layout = _tile_layout(prob) if prob.nodes and prob.nodes[0].extent else None
-        w = _w4i16o4i_layout(prob, layout) if prob.nodes and prob.nodes[0].extent else None
+        empty = not (prob.nodes and prob.nodes[0].extent)
+        layout = None if empty else _tile_layout(prob)
+        w = None if empty else _w4i16o4i_layout(prob, layout)
         if w is not None:
             onodes, oq, params = w
             return _convert.ConvertW4i16o4i(*codes, _outer_rows(onodes, oq), checked, *common,

@@ -388,8 +388,9 @@ class Plan:
             self._runners[0].run(src, dst, *last)
         else:
             tmp = _aligned_empty(self.via.physical_shape, self.via.dtype.storage)
-            self._runners[0].run(src, data_address(tmp), nthreads)
-            self._runners[1].run(data_address(tmp), dst, *last)
+            mid = data_address(tmp)
+            self._runners[0].run(src, mid, nthreads)
+            self._runners[1].run(mid, dst, *last)
 
     def __repr__(self):
         return (f"Plan({self.src.name} -> {self.dst.name}, {_fmt(self.src.dims)} {self.src.dtype.name}, "

@@ -56,6 +56,7 @@ typedef void (*rq_w_fn)(const void* src, void* dst, const rq_w_t* k, const rq_ma
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define RQ_X86 1
 #include <immintrin.h>
+#include "_transpose16.h"
 #define RQ_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
 /* ---- loads: up to 16 elements (mask k) -> f32 ------------------------------------------- */
@@ -153,35 +154,6 @@ RQ_TGT static inline void rq_st_s32(void* p, __m512 v, __mmask16 k, __m512i* acc
     _mm512_storeu_si512(p, _mm512_maskz_cvt_roundps_epi32(k, v, RQ_RNE));
 }
 
-/* ---- 16x16 f32 transpose: r[a][b] -> r[b][a] ------------------------------------------ */
-RQ_TGT static inline void rq_tr16(__m512* r) {
-    __m512 t[16];
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    /* s[g][c]: lane L holds column 4L + c of rows 4g .. 4g+3 */
-    __m512 s[4][4];
-    for (int g = 0; g < 4; g++) {
-        __m512d t0 = _mm512_castps_pd(t[4 * g]), t1 = _mm512_castps_pd(t[4 * g + 1]);
-        __m512d t2 = _mm512_castps_pd(t[4 * g + 2]), t3 = _mm512_castps_pd(t[4 * g + 3]);
-        s[g][0] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-        s[g][1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-        s[g][2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-        s[g][3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-    }
-    for (int c = 0; c < 4; c++) {
-        __m512 x0 = _mm512_shuffle_f32x4(s[0][c], s[1][c], 0x44);
-        __m512 x1 = _mm512_shuffle_f32x4(s[0][c], s[1][c], 0xEE);
-        __m512 x2 = _mm512_shuffle_f32x4(s[2][c], s[3][c], 0x44);
-        __m512 x3 = _mm512_shuffle_f32x4(s[2][c], s[3][c], 0xEE);
-        r[c] = _mm512_shuffle_f32x4(x0, x2, 0x88);
-        r[4 + c] = _mm512_shuffle_f32x4(x0, x2, 0xDD);
-        r[8 + c] = _mm512_shuffle_f32x4(x1, x3, 0x88);
-        r[12 + c] = _mm512_shuffle_f32x4(x1, x3, 0xDD);
-    }
-}
-
 /* arithmetic of one destination vector, in the order of the scalar code (no sum here) */
 #define RQ_TILE_MATH(V) ({                                                                      \
         __m512 w_ = (V);                                                                        \
@@ -252,7 +224,7 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
                 r[a] = (lanes >> a & 1u) ? rq_ld_##SN(rows[a] + b0 * SSIZE, 0xffff)              \
                                          : _mm512_setzero_ps();                                 \
         }                                                                                       \
-        rq_tr16(r);                                                                             \
+        tr16x16(r);                                                                             \
         char* d0 = dst + b0 * dstep;                                                            \
         if (RQ_NT_OK_##ST && nt && dstep == 32 && ((uintptr_t)d0 & 63) == 0 && !hm) {           \
             /* 16-bit outputs b, b+1 are one 64-byte line: stream it */                        \
@@ -274,7 +246,7 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
         for (int a = 0; a < 16; a++)                                                            \
             r[a] = (lanes >> a & 1u) ? rq_ld_##SN(rows[a] + b0 * SSIZE, kb)                      \
                                      : _mm512_setzero_ps();                                     \
-        rq_tr16(r);                                                                             \
+        tr16x16(r);                                                                             \
         for (int b = 0; b < nb; b++) RQ_TILE_OUT(DN, ST, r[b], dst + (b0 + b) * dstep);         \
     }                                                                                           \
     for (int64_t b = nbv < 0 ? 0 : nbv; b < nbw; b++)                                           \

@@ -179,6 +179,26 @@ RQ_TGT static inline void rq_st_s32(void* p, __m512 v, __mmask16 k, __m512i* acc
 #define RQ_CV_s8(v, k) _mm256_setzero_si256()
 #define RQ_CV_u8(v, k) _mm256_setzero_si256()
 #define RQ_CV_s32(v, k) _mm256_setzero_si256()
+/* two source rows -> one register of 16-bit outputs, row x in words 0..15 and y in 16..31 (the
+   layout tr16x16_w16 takes); 0 for destinations that are not 16-bit */
+#define RQ_W16_f16 1
+#define RQ_W16_bf16 1
+#define RQ_W16_bf16hw 1
+#define RQ_W16_f32 0
+#define RQ_W16_f64 0
+#define RQ_W16_s8 0
+#define RQ_W16_u8 0
+#define RQ_W16_s32 0
+#define RQ_PACK2_CV(ST, x, y)                                                                   \
+    _mm512_inserti64x4(_mm512_castsi256_si512(RQ_CV_##ST((x), 0xffff)), RQ_CV_##ST((y), 0xffff), 1)
+#define RQ_PACK2_f16(x, y) RQ_PACK2_CV(f16, x, y)
+#define RQ_PACK2_bf16(x, y) RQ_PACK2_CV(bf16, x, y)
+#define RQ_PACK2_bf16hw(x, y) ((__m512i)_mm512_cvtne2ps_pbh((y), (x)))
+#define RQ_PACK2_f32(x, y) _mm512_setzero_si512()
+#define RQ_PACK2_f64(x, y) _mm512_setzero_si512()
+#define RQ_PACK2_s8(x, y) _mm512_setzero_si512()
+#define RQ_PACK2_u8(x, y) _mm512_setzero_si512()
+#define RQ_PACK2_s32(x, y) _mm512_setzero_si512()
 /* arithmetic of one destination vector (same order as the scalar code), then the store */
 #define RQ_TILE_OUT(DN, ST, V, D)                                                               \
     do {                                                                                        \
@@ -215,6 +235,37 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
     for (int a = 0; a < 16; a++) rows[a] = src + soff[a] * SSIZE;                               \
     int64_t b0 = 0;                                                                             \
     for (; b0 + 16 <= nbv; b0 += 16) {          /* full chunks: fully unrolled */              \
+        if (PURE && RQ_W16_##ST) {                                                              \
+            /* 16-bit outputs: convert first, then transpose words, two rows per register      \
+               (24 permutes where the f32 transpose takes 64 shuffles) */                      \
+            __m512i w[8];                                                                       \
+            _Pragma("GCC unroll 8")                                                             \
+            for (int k = 0; k < 8; k++) {                                                       \
+                const int64_t o = b0 * SSIZE;                                                   \
+                __m512 x = _mm512_setzero_ps(), y = _mm512_setzero_ps();                        \
+                if (lanes >> (2 * k) & 1u) x = rq_ld_##SN(rows[2 * k] + o, 0xffff);              \
+                if (lanes >> (2 * k + 1) & 1u) y = rq_ld_##SN(rows[2 * k + 1] + o, 0xffff);      \
+                w[k] = RQ_PACK2_##ST(x, y);                                                     \
+            }                                                                                   \
+            tr16x16_w16(w);                                                                     \
+            char* d0 = dst + b0 * dstep;                                                        \
+            if (dstep == 32 && nt && ((uintptr_t)d0 & 63) == 0) {                               \
+                _Pragma("GCC unroll 8")                                                         \
+                for (int j = 0; j < 8; j++) _mm512_stream_si512((__m512i*)(d0 + 64 * j), w[j]); \
+            } else if (dstep == 32) {                                                           \
+                _Pragma("GCC unroll 8")                                                         \
+                for (int j = 0; j < 8; j++) _mm512_storeu_si512(d0 + 64 * j, w[j]);             \
+            } else {                                                                            \
+                _Pragma("GCC unroll 8")                                                         \
+                for (int j = 0; j < 8; j++) {                                                   \
+                    _mm256_storeu_si256((__m256i*)(d0 + 2 * j * dstep),                         \
+                                        _mm512_castsi512_si256(w[j]));                          \
+                    _mm256_storeu_si256((__m256i*)(d0 + (2 * j + 1) * dstep),                   \
+                                        _mm512_extracti64x4_epi64(w[j], 1));                    \
+                }                                                                               \
+            }                                                                                   \
+            continue;                                                                           \
+        }                                                                                       \
         if (lanes == 0xffffu) {                                                                 \
             _Pragma("GCC unroll 16")                                                            \
             for (int a = 0; a < 16; a++) r[a] = rq_ld_##SN(rows[a] + b0 * SSIZE, 0xffff);        \

@@ -197,6 +197,8 @@ LAYOUTS = [
     ((2, 20, 5, 7), "abcd", "aBcd16b"),        # plain -> blocked, padded C (tile)
     ((2, 20, 5, 7), "aBcd16b", "abcd"),        # blocked -> plain (walk)
     ((2, 32, 3, 5), "abcd", "acdb"),           # a transpose (tile)
+    ((2, 24, 3, 37), "abcd", "acdb"),          # a transpose: full and partial lane groups
+                                               # and chunks, dst rows not 16 apart (tile)
     ((20, 10, 3, 3), "abcd", "ABcd4b16a4b"),   # conv weights, padded O and I (tile)
     ((3, 17, 4, 4), "acdb", "aBcd8b"),         # strided src run (walk)
     ((33,), "a", "a"),                          # 1-D (walk)

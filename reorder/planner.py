@@ -326,11 +326,10 @@ class Plan:
         # everything a call needs, computed once
         self._in_shape = src.physical_shape
         self._in_strides = tuple(s * src.dtype.itemsize for s in src.physical_strides)
-        self._itemsize = src.dtype.itemsize
+        self._in_dtypes = _numpy_dtypes(src.dtype)
         self._out_shape = dst.physical_shape
         self._storage = dst.dtype.storage
-        self._out_dtypes = {np.dtype(dst.dtype.storage)} | (
-            {np.dtype(np.uint16)} if dst.dtype.name == "bf16" else set())
+        self._out_dtypes = _numpy_dtypes(dst.dtype)
         self._runners = tuple(runner for _, _, runner in self.steps)
         self.moved_bytes = sum(p.moved_bytes for p, _, _ in self.steps)
         self._small = self.moved_bytes < PARALLEL_MIN_BYTES
@@ -364,7 +363,7 @@ class Plan:
         return _aligned_empty(self._out_shape, self._storage)
 
     def __call__(self, x, out=None, threads=None):
-        if not (type(x) is np.ndarray and x.shape == self._in_shape and x.dtype.itemsize == self._itemsize
+        if not (type(x) is np.ndarray and x.shape == self._in_shape and x.dtype in self._in_dtypes
                 and (x.strides == self._in_strides or x.size <= 1)):
             x = _bind_source(x, self.src)
         if out is None:
@@ -447,12 +446,18 @@ def _aligned_empty(shape, dtype, align=64):
     return raw[start:start + n].view(dtype).reshape(shape)
 
 
+def _numpy_dtypes(dtype):
+    """The numpy dtypes an array of reorder dtype `dtype` may have: its storage type, and for
+    bf16 also uint16 words."""
+    return {np.dtype(dtype.storage)} | ({np.dtype(np.uint16)} if dtype.name == "bf16" else set())
+
+
 def _bind_source(x, src):
     """Check that array `x` holds descriptor `src`; return the array whose data pointer is
     src's logical element 0 (a view of x)."""
     if not isinstance(x, np.ndarray):
         raise TypeError(f"expected a numpy array, got {type(x).__name__}")
-    if x.dtype.itemsize != src.dtype.itemsize or x.dtype.kind in "OUSVM":
+    if x.dtype not in _numpy_dtypes(src.dtype):
         raise ReorderError(f"array dtype {x.dtype} does not fit descriptor dtype {src.dtype.name}")
     if x.shape == src.physical_shape:
         strides = tuple(s // x.itemsize for s in x.strides)
@@ -472,8 +477,7 @@ def _bind_source(x, src):
 def check_out(out, dst, x=None):
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
-    if out.dtype != dst.dtype.storage and not (out.dtype.itemsize == dst.dtype.itemsize and
-                                              dst.dtype.name == "bf16" and out.dtype == np.uint16):
+    if out.dtype not in _numpy_dtypes(dst.dtype):
         raise ReorderError(f"out has dtype {out.dtype}, but the result is {dst.dtype.name} "
                            f"({dst.dtype.storage})")
     if out.shape != dst.physical_shape:

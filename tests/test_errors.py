@@ -254,3 +254,30 @@ def test_failed_call_leaves_later_calls_working():
         reorder.reorder(x, "nchw", "nChw16c", out=_sentinel((2, 2, 3, 5, 8)))
     y = reorder.reorder(x, "nchw", "nChw16c")
     np.testing.assert_array_equal(y, ref_from_plain(x, "abcd", "aBcd16b"))
+
+
+@pytest.mark.parametrize("dt", [np.int32, np.uint32])
+def test_plan_source_of_another_dtype_same_size(dt):
+    """A plan built for f32 reads float32 arrays only: int32 bits read as f32 would be a
+    silent wrong answer (a conversion) or a float32 result holding integer bits (a move)."""
+    x = np.arange(64, dtype=dt).reshape(1, 16, 2, 2)
+    for kw in ({}, {"dtype": "s8"}):
+        p = reorder.plan("nchw", "nChw16c", dims=x.shape, **kw)
+        with pytest.raises(reorder.ReorderError,
+                           match=f"array dtype {np.dtype(dt)} does not fit descriptor dtype f32"):
+            p(x)
+        with pytest.raises(reorder.ReorderError, match="does not fit descriptor dtype f32"):
+            reorder.reorder(x, reorder.Desc(x.shape, "f32", "nchw"), "nChw16c", **kw)
+    with pytest.raises(reorder.ReorderError, match="does not fit descriptor dtype f32"):
+        reorder.quantize(x, reorder.Desc(x.shape, "f32", "oihw"), "OIhw4i16o4i")
+
+
+def test_bf16_plan_takes_words_and_bfloat16():
+    w = np.arange(64, dtype=np.uint16).reshape(1, 16, 2, 2) + 0x3f80
+    p = reorder.plan("nchw", "nChw16c", dims=w.shape, src_dtype="bf16")
+    got = p(w)
+    np.testing.assert_array_equal(got.view(np.uint16), w.reshape(1, 1, 16, 4).transpose(0, 1, 3, 2)
+                                  .reshape(got.shape))
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    np.testing.assert_array_equal(p(w.view(ml_dtypes.bfloat16)).view(np.uint16),
+                                  got.view(np.uint16))

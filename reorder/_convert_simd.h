@@ -163,14 +163,6 @@ RQ_TGT static inline void rq_st_s32(void* p, __m512 v, __mmask16 k, __m512i* acc
         if (hdz) w_ = _mm512_add_ps(w_, dzp);                                                   \
         if (ha) w_ = _mm512_mul_ps(w_, adj);                                                    \
         w_; })
-#define RQ_NT_OK_f16 1
-#define RQ_NT_OK_bf16 1
-#define RQ_NT_OK_bf16hw 1
-#define RQ_NT_OK_f32 0
-#define RQ_NT_OK_f64 0
-#define RQ_NT_OK_s8 0
-#define RQ_NT_OK_u8 0
-#define RQ_NT_OK_s32 0
 #define RQ_CV_f16 rq_cv_f16
 #define RQ_CV_bf16 rq_cv_bf16
 #define RQ_CV_bf16hw rq_cv_bf16hw
@@ -179,8 +171,9 @@ RQ_TGT static inline void rq_st_s32(void* p, __m512 v, __mmask16 k, __m512i* acc
 #define RQ_CV_s8(v, k) _mm256_setzero_si256()
 #define RQ_CV_u8(v, k) _mm256_setzero_si256()
 #define RQ_CV_s32(v, k) _mm256_setzero_si256()
-/* two source rows -> one register of 16-bit outputs, row x in words 0..15 and y in 16..31 (the
-   layout tr16x16_w16 takes); 0 for destinations that are not 16-bit */
+/* 16-bit destinations: converted before the transpose (tr16x16_w16), and streamed as 64-byte
+   lines when large. RQ_PACK2: two source rows -> one register of 16-bit outputs, row x in
+   words 0..15 and y in 16..31 (the layout tr16x16_w16 takes); 0 for other destinations. */
 #define RQ_W16_f16 1
 #define RQ_W16_bf16 1
 #define RQ_W16_bf16hw 1
@@ -277,7 +270,7 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
         }                                                                                       \
         tr16x16(r);                                                                             \
         char* d0 = dst + b0 * dstep;                                                            \
-        if (RQ_NT_OK_##ST && nt && dstep == 32 && ((uintptr_t)d0 & 63) == 0 && !hm) {           \
+        if (RQ_W16_##ST && nt && dstep == 32 && ((uintptr_t)d0 & 63) == 0 && !hm) {             \
             /* 16-bit outputs b, b+1 are one 64-byte line: stream it */                        \
             _Pragma("GCC unroll 8")                                                             \
             for (int b = 0; b < 16; b += 2) {                                                   \

@@ -40,9 +40,8 @@ def _src_desc(x, src, dims, dtype):
     if isinstance(src, Desc):
         if dims is not None and tuple(dims) != src.dims:
             raise ReorderError(f"dims={_fmt(dims)} disagrees with the source descriptor {src!r}")
-        if x.dtype.itemsize != src.dtype.itemsize:
-            raise ReorderError(f"the array is {x.dtype} but the source descriptor says {src.dtype.name}")
         return src, _bind_source(x, src)
+    x = _read_as(x, dtype)
     if x.ndim == 1 and dims is not None and (len(dims) > 1 or Desc(dims, dtype, src).is_blocked):
         # a flat buffer holding a (usually blocked) layout
         desc = Desc(dims, dtype, src)
@@ -77,6 +76,12 @@ def _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask, src_zero_poin
                       dst_scales=dst_scales, dst_scale_mask=dst_scale_mask,
                       src_zero_point=src_zero_point, dst_zero_point=dst_zero_point,
                       sum_beta=sum_beta)
+
+
+def _read_as(x, dtype):
+    """x, its bytes read as `dtype`: `src_dtype=` states what an array's bytes mean (uint16
+    words as bf16 or f16, int8 as u8); _dtype_for has checked that the sizes agree."""
+    return x if x.dtype in dtype.numpy_dtypes else x.view(dtype.storage)
 
 
 def _dtype_for(arr, dtype):
@@ -292,7 +297,7 @@ def quantize(w, src, dst, *, scales=1.0, scale_mask=None, compensation=None, com
               and not np.may_share_memory(arr, out)):
         check_out(out, p.dst, arr)      # raises with the reason (or finds no real overlap)
     if not (type(arr) is np.ndarray and arr.shape == q.in_shape and arr.strides == q.in_strides):
-        arr = _bind_source(arr, p.src)
+        arr = _bind_source(_read_as(arr, p.src.dtype), p.src)
     s8s8 = np.zeros(q.ncomp, np.int32) if q.s8s8 else None
     zp = np.zeros(q.ncomp, np.int32) if q.zp else None
     acc = data_address(zp if q.zp else s8s8)       # the sums land in one, then become both

@@ -29,6 +29,12 @@ class DType:
         return np.dtype(f"u{self.itemsize}")
 
     @property
+    def numpy_dtypes(self):
+        """The numpy dtypes an array of this type may have: the storage type, and for bf16
+        also uint16 words."""
+        return {self.storage} | ({np.dtype(np.uint16)} if self.name == "bf16" else set())
+
+    @property
     def is_int(self):
         return self.kind == "int"
 

@@ -326,10 +326,10 @@ class Plan:
         # everything a call needs, computed once
         self._in_shape = src.physical_shape
         self._in_strides = tuple(s * src.dtype.itemsize for s in src.physical_strides)
-        self._in_dtypes = _numpy_dtypes(src.dtype)
+        self._in_dtypes = src.dtype.numpy_dtypes
         self._out_shape = dst.physical_shape
         self._storage = dst.dtype.storage
-        self._out_dtypes = _numpy_dtypes(dst.dtype)
+        self._out_dtypes = dst.dtype.numpy_dtypes
         self._runners = tuple(runner for _, _, runner in self.steps)
         self.moved_bytes = sum(p.moved_bytes for p, _, _ in self.steps)
         self._small = self.moved_bytes < PARALLEL_MIN_BYTES
@@ -446,18 +446,12 @@ def _aligned_empty(shape, dtype, align=64):
     return raw[start:start + n].view(dtype).reshape(shape)
 
 
-def _numpy_dtypes(dtype):
-    """The numpy dtypes an array of reorder dtype `dtype` may have: its storage type, and for
-    bf16 also uint16 words."""
-    return {np.dtype(dtype.storage)} | ({np.dtype(np.uint16)} if dtype.name == "bf16" else set())
-
-
 def _bind_source(x, src):
     """Check that array `x` holds descriptor `src`; return the array whose data pointer is
     src's logical element 0 (a view of x)."""
     if not isinstance(x, np.ndarray):
         raise TypeError(f"expected a numpy array, got {type(x).__name__}")
-    if x.dtype not in _numpy_dtypes(src.dtype):
+    if x.dtype not in src.dtype.numpy_dtypes:
         raise ReorderError(f"array dtype {x.dtype} does not fit descriptor dtype {src.dtype.name}")
     if x.shape == src.physical_shape:
         strides = tuple(s // x.itemsize for s in x.strides)
@@ -477,7 +471,7 @@ def _bind_source(x, src):
 def check_out(out, dst, x=None):
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
-    if out.dtype not in _numpy_dtypes(dst.dtype):
+    if out.dtype not in dst.dtype.numpy_dtypes:
         raise ReorderError(f"out has dtype {out.dtype}, but the result is {dst.dtype.name} "
                            f"({dst.dtype.storage})")
     if out.shape != dst.physical_shape:

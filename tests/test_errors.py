@@ -281,3 +281,18 @@ def test_bf16_plan_takes_words_and_bfloat16():
     ml_dtypes = pytest.importorskip("ml_dtypes")
     np.testing.assert_array_equal(p(w.view(ml_dtypes.bfloat16)).view(np.uint16),
                                   got.view(np.uint16))
+
+
+def test_src_dtype_states_what_the_bytes_mean():
+    """An explicit src_dtype= reads an array's bytes as that type (same size): int8 as u8,
+    uint16 words as f16. Only a plan or Desc built for another dtype is refused."""
+    x = np.arange(-16, 16, dtype=np.int8).reshape(1, 32, 1, 1)
+    np.testing.assert_array_equal(reorder.reorder(x, "nchw", "nChw16c", src_dtype="u8"),
+                                  reorder.reorder(x.view(np.uint8), "nchw", "nChw16c"))
+    h = (np.arange(16, dtype=np.float16) / 4).reshape(1, 16, 1, 1)
+    got = reorder.reorder(h.view(np.uint16), "nchw", "nChw16c", src_dtype="f16", dtype="f32")
+    np.testing.assert_array_equal(got.reshape(-1), h.astype(np.float32).reshape(-1))
+    q = reorder.quantize(x.view(np.uint8).reshape(2, 16, 1, 1), "oihw", "OIhw4i16o4i",
+                         src_dtype="s8")
+    np.testing.assert_array_equal(q.data, reorder.quantize(x.reshape(2, 16, 1, 1), "oihw",
+                                                           "OIhw4i16o4i").data)

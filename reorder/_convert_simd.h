@@ -232,9 +232,9 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
             /* 16-bit outputs: convert first, then transpose words, two rows per register      \
                (24 permutes where the f32 transpose takes 64 shuffles) */                      \
             __m512i w[8];                                                                       \
+            const int64_t o = b0 * SSIZE;                                                       \
             _Pragma("GCC unroll 8")                                                             \
             for (int k = 0; k < 8; k++) {                                                       \
-                const int64_t o = b0 * SSIZE;                                                   \
                 __m512 x = _mm512_setzero_ps(), y = _mm512_setzero_ps();                        \
                 if (lanes >> (2 * k) & 1u) x = rq_ld_##SN(rows[2 * k] + o, 0xffff);              \
                 if (lanes >> (2 * k + 1) & 1u) y = rq_ld_##SN(rows[2 * k + 1] + o, 0xffff);      \

@@ -45,7 +45,6 @@ static inline void tr16x16(__m512 r[16]) {
  * is q's bit p, at q with bit p set to t: index (q & ~(1<<p)) | t<<p | ((q>>p)&1)<<5. */
 #define TR16_IX(q, p, t) ((((q) & ~(1 << (p))) | ((t) << (p))) | ((((q) >> (p)) & 1) << 5))
 #define TR16_SWAP40(q) (((q) & 14) | (((q) & 1) << 4) | (((q) >> 4) & 1))
-#define TR16_L12(q, p, t) TR16_IX(q, p, t)
 #define TR16_L3(q, p, t) TR16_IX(TR16_SWAP40(q), p, t)
 #define TR16_ROW(F, p, t)                                                                        \
     { F(0, p, t), F(1, p, t), F(2, p, t), F(3, p, t), F(4, p, t), F(5, p, t), F(6, p, t),        \
@@ -54,8 +53,8 @@ static inline void tr16x16(__m512 r[16]) {
       F(20, p, t), F(21, p, t), F(22, p, t), F(23, p, t), F(24, p, t), F(25, p, t),              \
       F(26, p, t), F(27, p, t), F(28, p, t), F(29, p, t), F(30, p, t), F(31, p, t) }
 static const uint16_t tr16_w16_ix[6][32] __attribute__((aligned(64))) = {
-    TR16_ROW(TR16_L12, 1, 0), TR16_ROW(TR16_L12, 1, 1),
-    TR16_ROW(TR16_L12, 2, 0), TR16_ROW(TR16_L12, 2, 1),
+    TR16_ROW(TR16_IX, 1, 0), TR16_ROW(TR16_IX, 1, 1),
+    TR16_ROW(TR16_IX, 2, 0), TR16_ROW(TR16_IX, 2, 1),
     TR16_ROW(TR16_L3, 3, 0), TR16_ROW(TR16_L3, 3, 1) };
 
 __attribute__((target("avx512f,avx512bw")))

@@ -12,6 +12,7 @@ writes zeros into the destination's padding (or skips positions beyond the desti
 allocation, when only the source is padded) in the same pass.
 """
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
+from libc.stdlib cimport getenv
 from libc.string cimport memcpy, memset
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_STRIDES
 from cython.parallel cimport prange
@@ -31,6 +32,15 @@ def omp_max_threads():
 
 def omp_num_procs():
     return omp_get_num_procs()
+
+
+def environ_value(str name):
+    """The environment variable `name`, or None when unset, read with C getenv. os.environ
+    writes go through putenv, so both see the same value; os.environ.get costs a microsecond
+    per call for an unset name (a KeyError inside), and every call resolves threads."""
+    cdef bytes key = name.encode()
+    cdef const char* v = getenv(key)
+    return None if v == NULL else (<bytes>v).decode("utf-8", "surrogateescape")
 
 
 def data_address(a):

@@ -17,10 +17,10 @@ __all__ = ["reorder", "plan", "quantize", "Quantized", "as_array"]
 def as_array(x):
     """numpy view of `x` (an ndarray, anything with __array__, or a CPU __dlpack__ tensor),
     never a copy of an ndarray."""
-    if x is None:
-        raise TypeError("expected an array, got None")
     if isinstance(x, np.ndarray):
         arr = x
+    elif x is None:
+        raise TypeError("expected an array, got None")
     elif hasattr(x, "__dlpack__") and not hasattr(x, "__array_interface__"):
         try:
             arr = np.from_dlpack(x)

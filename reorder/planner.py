@@ -354,8 +354,13 @@ class Plan:
         return "+".join(k.name for _, k, _ in self.steps)
 
     def nthreads(self, threads=None):
-        """Threads a call would use: 1 for small tensors (no thread team is started)."""
-        n = resolve(threads if threads is not None else self.threads)
+        """Threads a call would use: 1 for small tensors (no thread team is started). An
+        explicit count is validated even then."""
+        if threads is None:
+            threads = self.threads
+            if self._small and threads is None:
+                return 1
+        n = resolve(threads)
         return 1 if self._small else n
 
     def empty(self):
@@ -375,7 +380,7 @@ class Plan:
                   and out.flags.c_contiguous and out.flags.writeable
                   and not np.may_share_memory(x, out)):
             check_out(out, self.dst, x)     # raises with the reason (or finds no real overlap)
-        self.execute(x, out, self.nthreads(threads) if not self._small or threads is not None else 1)
+        self.execute(x, out, self.nthreads(threads))
         return out
 
     def execute(self, x, out, nthreads, acc=0):
@@ -440,10 +445,8 @@ def cached_plan(src, dst, threads=None, attrs=None):
 
 def _aligned_empty(shape, dtype, align=64):
     dtype = np.dtype(dtype)
-    n = math.prod(shape) * dtype.itemsize
-    raw = np.empty(n + align, dtype=np.uint8)
-    start = -data_address(raw) % align
-    return raw[start:start + n].view(dtype).reshape(shape)
+    raw = np.empty(math.prod(shape) * dtype.itemsize + align, dtype=np.uint8)
+    return np.ndarray(shape, dtype, raw, -data_address(raw) % align)
 
 
 def _bind_source(x, src):

@@ -79,7 +79,7 @@ def resolve(threads=None):
     for n in (_override.get(), _global):
         if n is not None:
             return n
-    env = os.environ.get("REORDER_NUM_THREADS", "").strip()
+    env = (_kernels.environ_value("REORDER_NUM_THREADS") or "").strip()
     if env:
         try:
             return _check(int(env), "REORDER_NUM_THREADS")

@@ -137,3 +137,14 @@ def test_plan_empty_is_aligned():
     out = p.empty()
     assert out.shape == p.dst.physical_shape and out.flags.c_contiguous
     assert out.__array_interface__["data"][0] % 64 == 0
+    assert out.dtype == np.float32 and out.flags.writeable
+
+
+@pytest.mark.parametrize("dtype", ["s8", "bf16", "f64"])
+def test_plan_empty_zero_size_and_other_types(dtype):
+    for dims in [(0, 5, 3, 3), (2, 5, 3, 3)]:
+        p = ro.plan(ro.Desc(dims, "f32", "nchw"), ro.Desc(dims, dtype, "nChw16c"))
+        out = p.empty()
+        assert out.shape == p.dst.physical_shape and out.flags.c_contiguous
+        assert out.dtype == np.dtype(p.dst.dtype.storage)
+        assert out.__array_interface__["data"][0] % 64 == 0

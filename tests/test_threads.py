@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import reorder as ro
@@ -32,6 +33,28 @@ def test_precedence(monkeypatch):
         assert p.nthreads() == 7
         assert p.nthreads(threads=2) == 2
     assert ro.get_num_threads() == 5
+
+
+@needs_openmp
+def test_environment_is_read_at_each_call(monkeypatch):
+    """os.environ writes reach the C environment the count is read from, both ways."""
+    default = ro.get_num_threads()
+    monkeypatch.setenv("REORDER_NUM_THREADS", str(default + 2))
+    assert ro.get_num_threads() == default + 2
+    os.environ["REORDER_NUM_THREADS"] = " 4 "
+    assert ro.get_num_threads() == 4
+    monkeypatch.delenv("REORDER_NUM_THREADS")
+    assert ro.get_num_threads() == default
+
+
+@pytest.mark.parametrize("bad", [0, 2.5])
+def test_small_plans_still_check_an_explicit_count(bad):
+    p = ro.plan(ro.Desc((2, 3), "f32", "ab"), ro.Desc((2, 3), "f32", "ba"))
+    assert p.nthreads() == 1
+    with pytest.raises((ValueError, TypeError), match="threads="):
+        p.nthreads(threads=bad)
+    with pytest.raises((ValueError, TypeError), match="threads="):
+        p(np.zeros((2, 3), np.float32), threads=bad)
 
 
 @needs_openmp

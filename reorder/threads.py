@@ -71,11 +71,12 @@ def threads(n):
 
 
 def resolve(threads=None):
-    """Thread count for one call."""
+    """Thread count for one call (an explicit count is checked even in a serial build)."""
+    if threads is not None:
+        n = _check(threads, "threads=")
+        return n if _kernels.OPENMP else 1
     if not _kernels.OPENMP:
         return 1
-    if threads is not None:
-        return _check(threads, "threads=")
     for n in (_override.get(), _global):
         if n is not None:
             return n

@@ -83,11 +83,8 @@ def as_dtype(x):
 
 
 def dtype_of_numpy(npd):
-    if np.little_endian and isinstance(npd, np.dtype):  # the common case, first: each call
-        d = _BY_NUMPY.get(npd)                           # checks its array's dtype
-        if d is not None:
-            return d
-    npd = np.dtype(npd)
+    if not isinstance(npd, np.dtype):   # every call checks its array's dtype: no rebuilding
+        npd = np.dtype(npd)
     if npd.byteorder == ">" or (npd.byteorder == "=" and not np.little_endian):
         raise ReorderError(f"big-endian arrays are not supported (dtype {npd})")
     d = _BY_NUMPY.get(npd.newbyteorder("=") if npd.byteorder == "<" else npd)

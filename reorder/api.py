@@ -9,7 +9,7 @@ from .attrs import _comp_kinds, _mask_text, make_attrs
 from .desc import Desc, _fmt
 from .dtypes import dtype_of_numpy, as_dtype
 from .errors import ReorderError
-from .planner import cached_plan, check_out, _bind_source
+from .planner import cached_plan, _bind_source
 
 __all__ = ["reorder", "plan", "quantize", "Quantized", "as_array"]
 
@@ -255,9 +255,6 @@ class _QuantizePrep(NamedTuple):
     s8s8: bool
     zp: bool
     ncomp: int
-    in_shape: tuple
-    in_strides: tuple
-    out_shape: tuple
 
 
 def quantize(w, src, dst, *, scales=1.0, scale_mask=None, compensation=None, comp_mask=None,
@@ -290,14 +287,7 @@ def quantize(w, src, dst, *, scales=1.0, scale_mask=None, compensation=None, com
                      scale_adjust, dims, src_dtype, threads)
         _remember(_QUANTIZE, key, q, _QUANTIZE_MAX)
     p = q.plan
-    if out is None:
-        out = p.empty()
-    elif not (type(out) is np.ndarray and out.shape == q.out_shape and out.dtype == np.int8
-              and out.flags.c_contiguous and out.flags.writeable
-              and not np.may_share_memory(arr, out)):
-        check_out(out, p.dst, arr)      # raises with the reason (or finds no real overlap)
-    if not (type(arr) is np.ndarray and arr.shape == q.in_shape and arr.strides == q.in_strides):
-        arr = _bind_source(_read_as(arr, p.src.dtype), p.src)
+    arr, out = p.bind(_read_as(arr, p.src.dtype), out)
     s8s8 = np.zeros(q.ncomp, np.int32) if q.s8s8 else None
     zp = np.zeros(q.ncomp, np.int32) if q.zp else None
     acc = data_address(zp if q.zp else s8s8)       # the sums land in one, then become both
@@ -343,8 +333,5 @@ def _prepare(arr, src, dst, scales, scale_mask, comp, comp_mask, scale_adjust, d
                        comp_mask=comp_mask, scale_adjust=scale_adjust)
     p = cached_plan(sdesc, ddesc, threads, attrs)
     cdesc = attrs.comp_desc(ddesc) if comp else None
-    isz = p.src.dtype.itemsize
     return _QuantizePrep(p, cdesc, attrs.comp_mask if comp else 0, attrs.scale_adjust,
-                         "s8s8" in comp, "zp" in comp, cdesc.nelems if comp else 0,
-                         p.src.physical_shape, tuple(st * isz for st in p.src.physical_strides),
-                         p.dst.physical_shape)
+                         "s8s8" in comp, "zp" in comp, cdesc.nelems if comp else 0)

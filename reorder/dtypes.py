@@ -4,6 +4,7 @@ bf16 has no numpy dtype of its own: it is `ml_dtypes.bfloat16` when that package
 and otherwise travels as uint16 words with an explicit `dtype="bf16"`.
 """
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class DType:
         """Unsigned word of the same size: pure moves are typed by size, not meaning."""
         return np.dtype(f"u{self.itemsize}")
 
-    @property
+    @cached_property
     def numpy_dtypes(self):
         """The numpy dtypes an array of this type may have: the storage type, and for bf16
         also uint16 words."""

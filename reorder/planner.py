@@ -368,6 +368,14 @@ class Plan:
         return _aligned_empty(self._out_shape, self._storage)
 
     def __call__(self, x, out=None, threads=None):
+        x, out = self.bind(x, out)
+        self.execute(x, out, self.nthreads(threads))
+        return out
+
+    def bind(self, x, out=None):
+        """`x` as a view whose data pointer is src's element 0, and a checked output (a new
+        one for None); raises with the reason when either does not fit. The fast tests come
+        first: a repeated call passes them without building anything."""
         if not (type(x) is np.ndarray and x.shape == self._in_shape and x.dtype in self._in_dtypes
                 and (x.strides == self._in_strides or x.size <= 1)):
             x = _bind_source(x, self.src)
@@ -380,8 +388,7 @@ class Plan:
                   and out.flags.c_contiguous and out.flags.writeable
                   and not np.may_share_memory(x, out)):
             check_out(out, self.dst, x)     # raises with the reason (or finds no real overlap)
-        self.execute(x, out, self.nthreads(threads))
-        return out
+        return x, out
 
     def execute(self, x, out, nthreads, acc=0):
         """Run the steps on a source bound to self.src and a checked output; `acc`: address

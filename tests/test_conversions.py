@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder import _convert
+from reorder import _convert, planner
 import quant_reference as qr
 
 try:
@@ -647,6 +647,32 @@ def test_dst_desc_disagreements():
         ro.quantize(W, "oihw", ro.Desc((4, 4), "s8", "ab"))
     with pytest.raises(ValueError, match="out has dtype float32, but the result is s8"):
         ro.reorder(W, "oihw", "OIhw16i16o", dtype="s8", out=np.empty((2, 1, 3, 3, 16, 16), np.float32))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["cached-stores", "streaming-stores"])
+@pytest.mark.parametrize("ddt", ["f16", "bf16"])
+def test_half_rows_at_one_stride(ddt, stream, simd, monkeypatch):
+    """The 16-bit tile path has its own loop for 16 full rows at one stride (nChw16c from
+    nchw): odd and even counts of 16-column chunks with and without a remainder, channel
+    strides other than h*w (views), offset sources, and rows that are not at one stride
+    (OIhw4i4o), all against the reference."""
+    monkeypatch.setattr(planner, "NT_MIN_BYTES", 0 if stream else 1 << 62)
+    planner.cached_plan.cache_clear()
+    rng = np.random.default_rng(11)
+    try:
+        for hw in [(1, 16), (7, 16), (4, 8), (5, 16), (3, 19), (2, 40), (1, 15)]:
+            dims = (2, 32) + hw
+            check(values_for("f32", math.prod(dims), rng), dims, "abcd", "aBcd16b", "f32", ddt)
+        x = rng.standard_normal((2, 64, 5, 16)).astype(np.float32)
+        for view in [x[:, ::2], x[:, 16:48], x[1:, :, 1:4]]:
+            got = ro.reorder(view, "nchw", "nChw16c", dtype=ddt)
+            n, c, h, w = view.shape
+            exp = qr.from_f32(view, ddt).reshape(n, c // 16, 16, h, w).transpose(0, 1, 3, 4, 2)
+            np.testing.assert_array_equal(bits(got), bits(exp))
+        dims = (8, 8, 4, 9)
+        check(values_for("f32", math.prod(dims), rng), dims, "abcd", "ABcd4b4a", "f32", ddt)
+    finally:
+        planner.cached_plan.cache_clear()
 
 
 @pytest.mark.parametrize("ddt", ["f16", "bf16"])

@@ -419,7 +419,7 @@ static const rq_block_fn rq_blocks[7][7] = {
    four vectors per 128-bit lane, so byte (vector v, element e) sits at (v/4)*64 + (e/4)*16 +
    (v%4)*4 + e%4; the vpermi2b index table already accounts for that. */
 /* A 4x4 transpose of 128-bit lanes: line j = lane j of a, b, c, e, in that order, stored at
-   d + j*step; with `sum`, each line's four signed bytes per dword lane go into *acc. */
+   d + j*step; with `sum`, each line's four signed bytes per dword lane go into acc[j]. */
 RQ_TGT_VBMI static inline __attribute__((always_inline)) void
 rq_w_lines4(__m512i a, __m512i b, __m512i c, __m512i e, uint8_t* d, int64_t step, int sum,
             __m512i* acc) {
@@ -429,7 +429,7 @@ rq_w_lines4(__m512i a, __m512i b, __m512i c, __m512i e, uint8_t* d, int64_t step
                           _mm512_shuffle_i32x4(x1, x3, 0x88), _mm512_shuffle_i32x4(x1, x3, 0xDD)};
     for (int j = 0; j < 4; j++) {
         _mm512_storeu_si512(d + j * step, l[j]);
-        if (sum) *acc = _mm512_dpbusd_epi32(*acc, _mm512_set1_epi8(1), l[j]);
+        if (sum) acc[j] = _mm512_dpbusd_epi32(acc[j], _mm512_set1_epi8(1), l[j]);
     }
 }
 
@@ -440,6 +440,7 @@ rq_w_body_##SN##_##DN(const void* src_, void* dst_, const rq_w_t* k, const rq_ma
     const char* src = (const char*)src_;                                                        \
     uint8_t* dst = (uint8_t*)dst_;                                                              \
     __attribute__((aligned(64))) uint8_t buf[3 * 16 * 64];   /* [q][o][4 s x 16 i] */          \
+    __attribute__((aligned(64))) uint8_t tb[3 * 16 * 16];    /* the last S % 4: [s][o][16 i] */ \
     const int64_t L = 16 * S, nvec = (L + 15) / 16, nvalid = k->nvi * S;                        \
     __mmask16 km[12];                                                                           \
     for (int v = 0; v < 12; v++) {                                                              \
@@ -448,7 +449,10 @@ rq_w_body_##SN##_##DN(const void* src_, void* dst_, const rq_w_t* k, const rq_ma
               : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1u);                      \
     }                                                                                           \
     const __m512 adj = _mm512_set1_ps(m->adj);                                                  \
-    __m512i vacc = _mm512_setzero_si512();                                                      \
+    /* four sums, one per line of a lines4 group: one chain of 36 vpdpbusd per block was        \
+       latency-bound */                                                                         \
+    __m512i vacc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(),                          \
+                       _mm512_setzero_si512(), _mm512_setzero_si512()};                         \
     const __m512i i0 = _mm512_loadu_si512(k->idx), i1 = _mm512_loadu_si512(k->idx + 64);        \
     const __m512i i2 = _mm512_loadu_si512(k->idx + 128);                                        \
     /* HS, HD, HA: the scale flags as constants, or -1 to read them */                         \
@@ -479,7 +483,12 @@ rq_w_body_##SN##_##DN(const void* src_, void* dst_, const rq_w_t* k, const rq_ma
             __m512i P = _mm512_permutex2var_epi8(R[0], id, R[1]);                               \
             if (L > 128)                                                                        \
                 P = _mm512_mask_permutexvar_epi8(P, _mm512_movepi8_mask(id), id, R[2]);         \
-            _mm512_store_si512(buf + (q * 16 + o) * 64, P);                                     \
+            if (4 * q + 4 <= S)                                                                 \
+                _mm512_store_si512(buf + (q * 16 + o) * 64, P);                                 \
+            else                                                                                \
+                for (int t = 0; t < S - 4 * q; t++)                                             \
+                    _mm_store_si128((__m128i*)(tb + (t * 16 + o) * 16),                         \
+                                    _mm512_extracti32x4_epi32(P, t));                           \
         }                                                                                       \
     }                                                                                           \
     /* four s at a time: 16 o registers of [s'][i4] dwords, a 16x16 dword transpose, and the  \
@@ -503,25 +512,38 @@ rq_w_body_##SN##_##DN(const void* src_, void* dst_, const rq_w_t* k, const rq_ma
         uint8_t* d = dst + q * 1024;                                                            \
         _Pragma("GCC unroll 16")                                                                 \
         for (int c = 0; c < 4; c++) {                                                           \
-            rq_w_lines4(b[c], b[4 + c], b[8 + c], b[12 + c], d + c * 64, 256, kacc != 0, &vacc); \
+            rq_w_lines4(b[c], b[4 + c], b[8 + c], b[12 + c], d + c * 64, 256, kacc != 0, vacc); \
         }                                                                                       \
     }                                                                                           \
-    /* the last S % 4 points one at a time: a 16x4 dword transpose of 16-byte pieces */        \
-    const __m512i perm = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0); \
+    /* the last S % 4 points: a 16x4 dword transpose of four registers z[h] (rows 4h..4h+3 x   \
+       their 4 dwords ib) in two levels of two-source permutes: x0, x1 (y0, y1) hold ib 0-1 and \
+       2-3 of rows 0-7 (8-15), and line ib takes its rows 0-7 from x, 8-15 from y. Replaces    \
+       16 narrow loads and 24 inserts and shuffles per point. */                               \
     for (int64_t s = S / 4 * 4; s < S; s++) {                                                   \
-        const uint8_t* b = buf + (s / 4) * 16 * 64 + (s % 4) * 16;                               \
-        __m512i z[4];                                                                           \
-        for (int h = 0; h < 4; h++) {                                                           \
-            __m512i t = _mm512_castsi128_si512(_mm_load_si128((const __m128i*)(b + (4 * h) * 64))); \
-            t = _mm512_inserti32x4(t, _mm_load_si128((const __m128i*)(b + (4 * h + 1) * 64)), 1); \
-            t = _mm512_inserti32x4(t, _mm_load_si128((const __m128i*)(b + (4 * h + 2) * 64)), 2); \
-            t = _mm512_inserti32x4(t, _mm_load_si128((const __m128i*)(b + (4 * h + 3) * 64)), 3); \
-            z[h] = _mm512_permutexvar_epi32(perm, t);                                           \
+        const uint8_t* b = tb + (s % 4) * 256;                                                  \
+        const __m512i t1a = _mm512_set_epi32(29,25,21,17,13,9,5,1,28,24,20,16,12,8,4,0);        \
+        const __m512i t1b = _mm512_set_epi32(31,27,23,19,15,11,7,3,30,26,22,18,14,10,6,2);      \
+        const __m512i t2a = _mm512_set_epi32(23,22,21,20,19,18,17,16,7,6,5,4,3,2,1,0);          \
+        const __m512i t2b = _mm512_set_epi32(31,30,29,28,27,26,25,24,15,14,13,12,11,10,9,8);    \
+        const __m512i z0 = _mm512_load_si512(b), z1 = _mm512_load_si512(b + 64);                \
+        const __m512i z2 = _mm512_load_si512(b + 128), z3 = _mm512_load_si512(b + 192);         \
+        const __m512i x0 = _mm512_permutex2var_epi32(z0, t1a, z1);                              \
+        const __m512i x1 = _mm512_permutex2var_epi32(z0, t1b, z1);                              \
+        const __m512i y0 = _mm512_permutex2var_epi32(z2, t1a, z3);                              \
+        const __m512i y1 = _mm512_permutex2var_epi32(z2, t1b, z3);                              \
+        const __m512i l[4] = {_mm512_permutex2var_epi32(x0, t2a, y0),                           \
+                              _mm512_permutex2var_epi32(x0, t2b, y0),                           \
+                              _mm512_permutex2var_epi32(x1, t2a, y1),                           \
+                              _mm512_permutex2var_epi32(x1, t2b, y1)};                          \
+        for (int j = 0; j < 4; j++) {                                                           \
+            _mm512_storeu_si512(dst + s * 256 + j * 64, l[j]);                                  \
+            if (kacc) vacc[j] = _mm512_dpbusd_epi32(vacc[j], _mm512_set1_epi8(1), l[j]);        \
         }                                                                                       \
-        rq_w_lines4(z[0], z[1], z[2], z[3], dst + s * 256, 64, kacc != 0, &vacc);               \
     }                                                                                           \
     if (kacc)                                                                                   \
-        _mm512_storeu_si512(kacc, _mm512_add_epi32(_mm512_loadu_si512(kacc), vacc));            \
+        _mm512_storeu_si512(kacc, _mm512_add_epi32(_mm512_loadu_si512(kacc),                    \
+            _mm512_add_epi32(_mm512_add_epi32(vacc[0], vacc[1]),                                \
+                             _mm512_add_epi32(vacc[2], vacc[3]))));                             \
 }                                                                                               \
 RQ_TGT_VBMI static void rq_w_##SN##_##DN(const void* src, void* dst, const rq_w_t* k,            \
                                          const rq_math_t* m) {                                  \

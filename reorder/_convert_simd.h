@@ -205,6 +205,17 @@ RQ_TGT static inline void rq_st_s32(void* p, __m512 v, __mmask16 k, __m512i* acc
         if (ha) v_ = _mm512_mul_ps(v_, adj);                                                    \
         rq_st_##ST(d_, v_, kl, &vacc);                                                          \
     } while (0)
+/* 8 registers to 512 contiguous bytes; `nt`: streaming stores (d 64-byte aligned) */
+RQ_TGT static inline __attribute__((always_inline)) void
+rq_put8(char* d, const __m512i w[8], int nt) {
+    if (nt) {
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) _mm512_stream_si512((__m512i*)(d + 64 * j), w[j]);
+    } else {
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) _mm512_storeu_si512(d + 64 * j, w[j]);
+    }
+}
 #define RQ_TILE(SN, SSIZE, DN, DSIZE) RQ_TILE_T(SN, SSIZE, DN, DSIZE, RQ_TGT, DN)
 #define RQ_TILE_T(SN, SSIZE, DN, DSIZE, TGT, ST)                                               \
 /* The common case of the 16-bit path below: all 16 rows valid, one row stride, dense        \
@@ -221,13 +232,7 @@ rq_rows16_put_##SN##_##DN(const char* p0, const char* p8, int64_t rs, char* d, i
                                  rq_ld_##SN(p8 + (2 * k + 1) * rs, 0xffff));                    \
     }                                                                                           \
     tr16x16_w16(w);                                                                             \
-    if (nt) {                                                                                   \
-        _Pragma("GCC unroll 8")                                                                 \
-        for (int j = 0; j < 8; j++) _mm512_stream_si512((__m512i*)(d + 64 * j), w[j]);          \
-    } else {                                                                                    \
-        _Pragma("GCC unroll 8")                                                                 \
-        for (int j = 0; j < 8; j++) _mm512_storeu_si512(d + 64 * j, w[j]);                      \
-    }                                                                                           \
+    rq_put8(d, w, nt);                                                                          \
 }                                                                                               \
 /* Two chunks per step: each row is then read 128 bytes at a time, two whole lines (4%). */   \
 TGT static __attribute__((noinline)) void                                                      \
@@ -292,12 +297,8 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
             }                                                                                   \
             tr16x16_w16(w);                                                                     \
             char* d0 = dst + b0 * dstep;                                                        \
-            if (dstep == 32 && nt && ((uintptr_t)d0 & 63) == 0) {                               \
-                _Pragma("GCC unroll 8")                                                         \
-                for (int j = 0; j < 8; j++) _mm512_stream_si512((__m512i*)(d0 + 64 * j), w[j]); \
-            } else if (dstep == 32) {                                                           \
-                _Pragma("GCC unroll 8")                                                         \
-                for (int j = 0; j < 8; j++) _mm512_storeu_si512(d0 + 64 * j, w[j]);             \
+            if (dstep == 32) {                                                                  \
+                rq_put8(d0, w, nt && ((uintptr_t)d0 & 63) == 0);                                \
             } else {                                                                            \
                 _Pragma("GCC unroll 8")                                                         \
                 for (int j = 0; j < 8; j++) {                                                   \
@@ -418,6 +419,15 @@ static const rq_block_fn rq_blocks[7][7] = {
    (packuswb for u8), which saturate exactly like the scalar clamp. The packs interleave the
    four vectors per 128-bit lane, so byte (vector v, element e) sits at (v/4)*64 + (e/4)*16 +
    (v%4)*4 + e%4; the vpermi2b index table already accounts for that. */
+/* Four output lines l[j] at d + j*step; with `sum`, line j's four signed bytes per dword lane
+   go into acc[j] (four sums, so the vpdpbusd do not form one latency chain). */
+RQ_TGT_VBMI static inline __attribute__((always_inline)) void
+rq_w_put4(const __m512i l[4], uint8_t* d, int64_t step, int sum, __m512i* acc) {
+    for (int j = 0; j < 4; j++) {
+        _mm512_storeu_si512(d + j * step, l[j]);
+        if (sum) acc[j] = _mm512_dpbusd_epi32(acc[j], _mm512_set1_epi8(1), l[j]);
+    }
+}
 /* A 4x4 transpose of 128-bit lanes: line j = lane j of a, b, c, e, in that order, stored at
    d + j*step; with `sum`, each line's four signed bytes per dword lane go into acc[j]. */
 RQ_TGT_VBMI static inline __attribute__((always_inline)) void
@@ -427,10 +437,7 @@ rq_w_lines4(__m512i a, __m512i b, __m512i c, __m512i e, uint8_t* d, int64_t step
     const __m512i x2 = _mm512_shuffle_i32x4(c, e, 0x44), x3 = _mm512_shuffle_i32x4(c, e, 0xEE);
     const __m512i l[4] = {_mm512_shuffle_i32x4(x0, x2, 0x88), _mm512_shuffle_i32x4(x0, x2, 0xDD),
                           _mm512_shuffle_i32x4(x1, x3, 0x88), _mm512_shuffle_i32x4(x1, x3, 0xDD)};
-    for (int j = 0; j < 4; j++) {
-        _mm512_storeu_si512(d + j * step, l[j]);
-        if (sum) acc[j] = _mm512_dpbusd_epi32(acc[j], _mm512_set1_epi8(1), l[j]);
-    }
+    rq_w_put4(l, d, step, sum, acc);
 }
 
 #define RQ_W(SN, SSIZE, DN)                                                                     \
@@ -535,10 +542,7 @@ rq_w_body_##SN##_##DN(const void* src_, void* dst_, const rq_w_t* k, const rq_ma
                               _mm512_permutex2var_epi32(x0, t2b, y0),                           \
                               _mm512_permutex2var_epi32(x1, t2a, y1),                           \
                               _mm512_permutex2var_epi32(x1, t2b, y1)};                          \
-        for (int j = 0; j < 4; j++) {                                                           \
-            _mm512_storeu_si512(dst + s * 256 + j * 64, l[j]);                                  \
-            if (kacc) vacc[j] = _mm512_dpbusd_epi32(vacc[j], _mm512_set1_epi8(1), l[j]);        \
-        }                                                                                       \
+        rq_w_put4(l, dst + s * 256, 64, kacc != 0, vacc);                                       \
     }                                                                                           \
     if (kacc)                                                                                   \
         _mm512_storeu_si512(kacc, _mm512_add_epi32(_mm512_loadu_si512(kacc),                    \

@@ -265,7 +265,7 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
     __m512 r[16];                                                                               \
     for (int a = 0; a < 16; a++) rows[a] = src + soff[a] * SSIZE;                               \
     int64_t b0 = 0;                                                                             \
-    if (PURE && RQ_W16_##ST && dstep == 32 && lanes == 0xffffu) {                               \
+    if (PURE && RQ_W16_##ST && dstep == 32 && lanes == 0xffffu && nbv >= 16) {                  \
         const int64_t rs = (soff[1] - soff[0]) * SSIZE;                                         \
         int uni = 1;                                                                            \
         for (int a = 2; a < 16; a++) uni &= rows[a] - rows[0] == a * rs;                        \

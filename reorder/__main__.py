@@ -81,6 +81,8 @@ def _print_rows(rows):
 
 def cmd_info(args):
     show_config()
+    from .opencl import report_lines
+    print("\n".join(report_lines()))
 
 
 def cmd_explain(args):

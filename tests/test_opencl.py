@@ -833,7 +833,7 @@ with warnings.catch_warnings(record=True) as seen:
     warnings.simplefilter("always")
     img = rocl.to_image(ctx, t, "channel")
     rocl.to_image(ctx, np.ones((3, 5, 3, 3), np.float32), "winograd4")
-assert len(seen) == 1 and "Invalid build option" in str(seen[0].message), [str(w.message) for w in seen]
+assert len(seen) == 1 and "cannot build" in str(seen[0].message), [str(w.message) for w in seen]
 back = rocl.from_image(cl.CommandQueue(ctx), img, "channel", t.shape)
 assert np.array_equal(back, t)
 try:
@@ -855,4 +855,5 @@ def test_real_driver_that_cannot_build(cl):
     out = subprocess.run([sys.executable, "-c", REAL_FAILURE], env=env, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "cannot build reorder's packing kernels: Invalid build option: -mcpu=generic" in out.stdout
+    # "Invalid build option: -mcpu=generic", or on a CPU PoCL's LLVM does not know, that
+    assert "cannot build reorder's packing kernels: " in out.stdout

@@ -91,7 +91,10 @@ def build(src, file_role, rule, target, where):
     try:
         d = decide(target, role, v)
     except ConvertError as exc:
-        raise ConvertError(f"{where}: tensor {src.name!r} ({role.describe()}): {exc}") from None
+        if rule is None or rule.dst is None:
+            raise ConvertError(f"{where}: tensor {src.name!r} ({role.describe()}): {exc}") \
+                from None
+        d = Decision("reorder", rule.dst)             # the preset has no answer; the rule does
     d = _apply_rule(d, rule, role, v, where, src)
     sdt = _src_dtype_name(src)
     base = {"role": role.kind, "origin": role.origin, "preset": target.name, "why": d.why}
@@ -126,8 +129,10 @@ def _apply_rule(d, rule, role, v, where, src):
             changes["action"], changes["kind"] = "reorder", None
     if rule.dtype is not None:
         if d.action == "quantize" and rule.dtype != "s8":
-            raise ConvertError(f"{where}: {rule.where} asks for dtype {rule.dtype} and "
-                               f"quantize s8 at once for tensor {src.name!r}")
+            if rule.quantize == "s8":
+                raise ConvertError(f"{where}: {rule.where} asks for dtype {rule.dtype} and "
+                                   f"quantize s8 at once for tensor {src.name!r}")
+            changes["action"] = "reorder"           # a float type: the rule turns it off
         changes["dtype"] = rule.dtype
     if rule.compensation is not None:
         changes["compensation"] = () if rule.compensation == "none" else \

@@ -268,17 +268,18 @@ def roles(path, graph, shapes):
             else:
                 hop = _reaches_weight_slot(node, uses) if len(shape) >= 2 else None
                 if hop is not None:
-                    raise ConvertError(
+                    role = Role("undecided", origin=(
                         f"{path}: the role of initializer {name!r} (shape {list(shape)}) cannot "
                         f"be decided: it reaches {hop} through {label}, which may change its "
-                        f"layout; name it in a rules file (role, src tag) or fold that op")
-                role = Role("other", origin=label)
+                        f"layout; name it in a rules file (role, src tag) or fold that op"))
+                else:
+                    role = Role("other", origin=label)
             found[(role.kind, role.groups, role.trans)] = role
         if len(found) > 1:
             kinds = "; ".join(r.describe() for r in found.values())
-            raise ConvertError(f"{path}: the role of initializer {name!r} (shape {list(shape)}) "
-                               f"cannot be decided: its uses disagree ({kinds}); name it in a "
-                               f"rules file")
+            found = {"?": Role("undecided", origin=(
+                f"{path}: the role of initializer {name!r} (shape {list(shape)}) cannot be "
+                f"decided: its uses disagree ({kinds}); name it in a rules file"))}
         out[name] = next(iter(found.values())) if found else Role("other", origin="unused")
     return out
 

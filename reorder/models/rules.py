@@ -41,8 +41,10 @@ class Rule:
     def role_for(self, found):
         """The Role this rule gives, starting from the one the file decided (if any)."""
         if self.role is None and self.groups is None and self.trans is None:
+            if self.src is not None and found is not None and found.kind == "undecided":
+                return Role("other", origin=self.where)     # the rule's src tag decides
             return found
-        base = found if found is not None else Role("other")
+        base = found if found is not None and found.kind != "undecided" else Role("other")
         return Role(self.role or base.kind,
                     groups=self.groups if self.groups is not None else base.groups,
                     trans=self.trans if self.trans is not None else base.trans,

@@ -82,6 +82,8 @@ def _rule_view(src, rule, role, where):
 def build(src, file_role, rule, target, where):
     """The Task of one source tensor."""
     role = rule.role_for(file_role) if rule is not None else file_role
+    if role is not None and role.kind == "undecided":
+        raise ConvertError(role.origin)              # the file could not tell; no rule did
     if role is None:
         role = Role("other", origin="no rule matched")
     if rule is not None and rule.src is not None:
@@ -94,7 +96,7 @@ def build(src, file_role, rule, target, where):
         if rule is None or rule.dst is None:
             raise ConvertError(f"{where}: tensor {src.name!r} ({role.describe()}): {exc}") \
                 from None
-        d = Decision("reorder", rule.dst)             # the preset has no answer; the rule does
+        d = Decision("reorder", rule.dst, target.dtype)   # the preset has no answer; the rule has
     d = _apply_rule(d, rule, role, v, where, src)
     sdt = _src_dtype_name(src)
     base = {"role": role.kind, "origin": role.origin, "preset": target.name, "why": d.why}

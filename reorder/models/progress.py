@@ -39,13 +39,13 @@ def table(results):
     cols = ["file", "target", "tensors", "MB in", "MB out", "time s", "GB/s"]
     rows = []
     for r in results:
-        rows.append([r.name, r.target, str(r.tensors), f"{r.bytes_in / 1e6:.1f}",
-                     f"{r.bytes_out / 1e6:.1f}", f"{r.seconds:.3f}", f"{r.gbps:.2f}"])
+        rows.append([r.name, r.target, str(r.tensors), f"{r.bytes_in / 1e6:.3f}",
+                     f"{r.bytes_out / 1e6:.3f}", f"{r.seconds:.3f}", f"{r.gbps:.3f}"])
     if len(results) > 1:
         t = sum(r.seconds for r in results)
         bi, bo = sum(r.bytes_in for r in results), sum(r.bytes_out for r in results)
-        rows.append(["total", "", str(sum(r.tensors for r in results)), f"{bi / 1e6:.1f}",
-                     f"{bo / 1e6:.1f}", f"{t:.3f}", f"{(bi + bo) / t / 1e9 if t else 0:.2f}"])
+        rows.append(["total", "", str(sum(r.tensors for r in results)), f"{bi / 1e6:.3f}",
+                     f"{bo / 1e6:.3f}", f"{t:.3f}", f"{(bi + bo) / t / 1e9 if t else 0:.3f}"])
     widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
     lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in
                        enumerate(zip(cols, widths)))]

@@ -34,7 +34,7 @@ def pytest_terminal_summary(terminalreporter):
     for group in sorted(_rows):
         impls = _rows[group]
         copy = impls.get("copy")
-        for impl in ("reorder", "numpy", "copy"):
+        for impl in sorted(impls, key=lambda k: (k == "copy", k)):
             if impl not in impls:
                 continue
             t, nbytes = impls[impl]

@@ -1,4 +1,4 @@
-"""Command line: python -m reorder info | explain | demo | bench."""
+"""Command line: python -m reorder info | explain | demo | bench | convert."""
 import argparse
 import json
 import sys
@@ -139,6 +139,8 @@ def main(argv=None):
     be.add_argument("--json", help="also write the rows to this file")
     be.add_argument("--no-check", action="store_true", help="skip the reference check (huge tensors)")
     be.set_defaults(fn=cmd_bench)
+    from .models.cli import add_parser as add_convert
+    add_convert(sub)
     args = ap.parse_args(argv)
     try:
         args.fn(args)

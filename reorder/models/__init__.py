@@ -1,0 +1,68 @@
+"""Whole models: convert a checkpoint's weights (ONNX, safetensors, npz/npy) to the layouts a
+runtime consumes, into one memory-mappable .safetensors file; load it back.
+
+    >>> import reorder
+    >>> reorder.convert("resnet.onnx", "resnet-avx512.safetensors", target="onednn-int8")
+    >>> weights = reorder.load("resnet-avx512.safetensors")     # {name: (array, Desc)}
+
+Layers: readers (files -> tensors + roles), rules, presets (role -> decision), tasks
+(decision -> outputs + fill), writer (atomic safetensors), runner (threads, memory budget,
+Dask), loader.
+"""
+import os
+
+from .errors import ConvertError
+from .loader import Loaded, load
+from .presets import ISAS, PRESETS
+from .runner import Result, convert_file, convert_many
+
+__all__ = ["ConvertError", "ISAS", "Loaded", "PRESETS", "Result", "convert", "load"]
+
+
+def convert(src, dst=None, target="onednn-f32", *, out_dir=None, rules=None, isa=None,
+            activations=None, dtype=None, force=False, client=None, workers=None, memory=None,
+            progress=None):
+    """Convert a model's weights for a runtime.
+
+    src          a file (.onnx, .safetensors, .npz, .npy) or a list of files
+    dst          the output .safetensors file (one src), or None with out_dir
+    target       'onednn-f32', 'onednn-int8', 'mace-gpu', 'tvm:<LAYOUT>' or 'plain'
+    out_dir      for many files: each becomes out_dir/<name>.safetensors
+    rules        a rules file (.toml / .yaml) or a list of rule dicts: tensor-name glob ->
+                 role, src, dst, dtype, quantize, compensation, scale_adjust
+    isa          onednn-int8: avx512_core_vnni (default), avx512_core, avx2_vnni, avx2
+    activations  onednn-int8: the convolution's source type, 's8' (default: s8s8
+                 compensation) or 'u8' (none)
+    dtype        'f32' or 'f16' for float outputs (images, f32 presets)
+    force        overwrite an existing output
+    client       a dask.distributed.Client: spread the files over its workers
+    workers      threads converting tensors side by side (default: the usable CPUs)
+    memory       memory budget in bytes (default: the largest tensor's input + output)
+    progress     None (on a terminal), True or False
+
+    Returns a Result (or a list of them, for many files): tensors, bytes in / out, seconds.
+    """
+    many = not isinstance(src, (str, os.PathLike))
+    kw = dict(rules=rules, isa=isa, activations=activations, dtype=dtype, force=force,
+              workers=workers, memory=memory)
+    if many or out_dir is not None:
+        if dst is not None:
+            raise ConvertError("give either dst (one file) or out_dir, not both")
+        if out_dir is None:
+            raise ConvertError("converting several files needs out_dir")
+        return convert_many([src] if not many else list(src), out_dir, target, client=client,
+                            progress=progress, **kw)
+    if dst is None:
+        raise ConvertError("convert() needs dst (or out_dir)")
+    if client is not None:
+        return _cluster_one(client, src, dst, target, progress, kw)
+    return convert_file(src, dst, target, progress=progress, **kw)
+
+
+def _cluster_one(client, src, dst, target, progress, kw):
+    from .cluster import run_on_cluster
+    from .presets import make_target
+    from .writer import check_destination
+    t = make_target(target, kw.pop("isa"), kw.pop("activations"), kw.pop("dtype"))
+    check_destination(dst, kw.get("force", False), [src])
+    return run_on_cluster(client, [os.fspath(src)], [os.path.abspath(dst)], t, progress, kw)[0]

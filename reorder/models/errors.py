@@ -1,0 +1,7 @@
+"""The converter's exception: a ReorderError (so a ValueError) that names the file and tensor."""
+from ..errors import ReorderError
+
+
+class ConvertError(ReorderError):
+    """A model cannot be converted: bad input file, undecidable role, rule that does not fit,
+    output that exists, disk full. The message names the file and the tensor."""

@@ -1,0 +1,192 @@
+"""Targets: what each runtime consumes, as a decision per weight role.
+
+A decision says how one source tensor becomes its output tensors: kept as it is, reordered to a
+tag (with a dtype), quantized to s8 with scales and compensation, or packed as an OpenCL image.
+Where each choice comes from is written in docs/convert.md.
+"""
+from dataclasses import dataclass
+
+from ..errors import ReorderError
+from ..tags import parse_tag
+from .errors import ConvertError
+
+ISAS = ("avx512_core_vnni", "avx512_core", "avx2_vnni", "avx2")
+PRESETS = ("onednn-f32", "onednn-int8", "mace-gpu", "tvm:LAYOUT", "plain")
+_ABC = "abcdefghijkl"
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str                   # keep | reorder | quantize | image
+    tag: str = None               # destination tag (reorder, quantize)
+    dtype: str = None             # destination dtype; None = the source's
+    mask: int = 0                 # quantize: dims with their own scale and compensation sum
+    compensation: tuple = ()      # quantize: ("s8s8",), ("zp",), both or ()
+    scale_adjust: float = 1.0
+    kind: str = None              # image kind
+    stored: bool = False          # reorder the array as stored (TVM: ONNX's O, I/G, H, W)
+    why: str = ""                 # the rule that chose it, for the metadata
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str                     # onednn-f32, onednn-int8, mace-gpu, tvm:OIHW16i16o, plain
+    isa: str = "avx512_core_vnni"
+    activations: str = "s8"       # int8: the convolution's source type (s8 -> s8s8 compensation)
+    dtype: str = None             # f32 / f16 (images); None = the preset's default
+
+    @property
+    def family(self):
+        return self.name.split(":", 1)[0]
+
+
+def make_target(name, isa=None, activations=None, dtype=None):
+    if not isinstance(name, str):
+        raise ConvertError(f"target must be a string such as 'onednn-f32', got {name!r}")
+    family = name.split(":", 1)[0]
+    if family not in ("onednn-f32", "onednn-int8", "mace-gpu", "tvm", "plain"):
+        raise ConvertError(f"unknown target {name!r}; targets: {', '.join(PRESETS)}")
+    if family == "tvm":
+        layout = name[4:]
+        if not layout:
+            raise ConvertError("target tvm:LAYOUT needs a layout, e.g. tvm:OIHW16i16o")
+        try:
+            parse_tag(layout, 4)
+        except ReorderError as exc:
+            raise ConvertError(f"target {name!r}: {exc}") from None
+    if isa is not None and isa not in ISAS:
+        raise ConvertError(f"unknown ISA {isa!r}; ISAs: {', '.join(ISAS)}")
+    if isa is not None and family != "onednn-int8":
+        raise ConvertError(f"--isa applies to onednn-int8 only, not {name!r}")
+    if activations not in (None, "s8", "u8"):
+        raise ConvertError(f"activations must be s8 or u8, got {activations!r}")
+    if dtype not in (None, "f32", "f16"):
+        raise ConvertError(f"dtype must be f32 or f16, got {dtype!r}")
+    if dtype == "f16" and family not in ("mace-gpu", "onednn-f32", "tvm", "plain"):
+        raise ConvertError(f"dtype f16 does not apply to {name!r}")
+    return Target(name, isa or "avx512_core_vnni", activations or "s8", dtype)
+
+
+def _sp(view, grouped):
+    """Letters of the spatial dims of a weight view."""
+    first = 3 if grouped else 2
+    return _ABC[first:len(view.dims)]
+
+
+def decide(target, role, view):
+    """The Decision for one tensor of `role` seen as `view`."""
+    fam = target.family
+    if fam == "plain":
+        return Decision("keep", why="plain target")
+    if fam == "onednn-f32":
+        return _onednn_f32(target, role, view)
+    if fam == "onednn-int8":
+        return _onednn_int8(target, role, view)
+    if fam == "mace-gpu":
+        return _mace(target, role, view)
+    return _tvm(target, role, view)
+
+
+def _float_dtype(target):
+    return target.dtype or "f32"
+
+
+def _onednn_f32(target, role, view):
+    dt = _float_dtype(target)
+    if role.kind in ("conv", "deconv"):
+        grouped = role.groups > 1
+        sp = _sp(view, grouped)
+        if view.depthwise:
+            return Decision("reorder", "A" + _ABC[1:3] + sp + "16a", dt,
+                            why="depthwise: Goihw16g")
+        o, i = ("a", "b") if role.kind == "conv" else ("b", "a")   # deconv: memory I before O
+        if grouped:
+            outer = "a" + ("BC" if role.kind == "conv" else "CB")
+            return Decision("reorder", outer + sp + "16c16b", dt,
+                            why="grouped: gOIhw16i16o" if role.kind == "conv"
+                            else "grouped deconvolution: gIOhw16i16o")
+        outer = "AB" if role.kind == "conv" else "BA"
+        return Decision("reorder", outer + sp + "16b16a", dt,
+                        why="OIhw16i16o" if role.kind == "conv" else "deconvolution: IOhw16i16o")
+    return _keep_float(role, view, dt)
+
+
+def _keep_float(role, view, dt):
+    """Biases, vectors and the rest: plain, floats in the target's float type."""
+    return Decision("keep", dtype=dt, why=f"{role.kind}: plain")
+
+
+def _int8_conv_tag(target, role, view):
+    """(tag, why) of oneDNN 3.2's int8 convolution weights for this ISA and shape."""
+    isa, grouped = target.isa, role.groups > 1
+    sp = _sp(view, grouped)
+    if view.depthwise:
+        if isa == "avx512_core_vnni" and target.activations == "u8" and len(view.dims) == 5:
+            return "dbceA16a", "depthwise, u8 source: brdgmm_dw dbceA16a"
+        g = 16 if isa.startswith("avx512") else 8
+        return "A" + _ABC[1:3] + sp + f"{g}a", f"depthwise: Goihw{g}g (jit_int8)"
+    dims = view.dims
+    if grouped:
+        ocg = dims[1]
+        if isa == "avx2_vnni":
+            blk = 32 if ocg % 32 == 0 else 24
+            return "aB" + sp + f"C{blk}b4c", f"grouped, avx2_vnni: brgconv aBdeC{blk}b4c"
+        wide = 16 if isa.startswith("avx512") else 8
+        for ob, tail in ((16, "4c16b4c"), (8, "2c8b4c"), (4, "4b4c")):
+            if ob <= wide and ocg % ob == 0:
+                return "aBC" + sp + tail, f"grouped: jit_int8, {ob}o block (OC per group {ocg})"
+        return "aBC" + sp + "4b4c", f"grouped: jit_int8, 4o block (OC per group {ocg})"
+    oc, ic = dims[0], dims[1]
+    if isa == "avx512_core_vnni" and ic >= 16:
+        for blk in (64, 48, 32, 16):
+            if oc / (-(-oc // blk) * blk) >= 0.85:
+                break
+        return "A" + sp + f"B{blk}a4b", f"brgconv AcdB{blk}a4b (IC {ic} >= 16, OC {oc})"
+    if isa == "avx2_vnni":
+        blk = 32 if oc % 32 == 0 else 24
+        return "A" + sp + f"B{blk}a4b", f"avx2_vnni brgconv AcdB{blk}a4b"
+    if isa == "avx2":
+        return "AB" + sp + "2b8a4b", "avx2 jit_int8: OIhw2i8o4i"
+    return "AB" + sp + "4b16a4b", "jit_int8: OIhw4i16o4i"
+
+
+def _onednn_int8(target, role, view):
+    comp = ("s8s8",) if target.activations == "s8" else ()
+    adjust = 0.5 if target.isa in ("avx512_core", "avx2") else 1.0
+    if role.kind in ("conv", "deconv"):
+        if role.kind == "deconv":
+            raise ConvertError("onednn-int8 has no rule for deconvolution weights; give the "
+                               "tensor a rule with dst (and quantize) in a rules file")
+        tag, why = _int8_conv_tag(target, role, view)
+        mask = 1 if (view.depthwise or role.groups == 1) else 3
+        return Decision("quantize", tag, "s8", mask, comp, adjust, why=why)
+    if role.kind == "fc":
+        return Decision("quantize", "BA16a64b4a", "s8", 2, comp, adjust,
+                        why="matmul weights BA16a64b4a")
+    return _keep_float(role, view, "f32")
+
+
+def _mace(target, role, view):
+    dt = _float_dtype(target)
+    if role.kind in ("conv", "deconv"):
+        if len(view.dims) not in (4, 5):
+            raise ConvertError("mace-gpu packs 2-D convolution weights only")
+        if view.depthwise and role.kind == "conv":
+            return Decision("image", dtype=dt, kind="dw_conv2d_filter", why="depthwise")
+        if role.groups > 1:
+            raise ConvertError(f"mace-gpu has no image kind for grouped weights (group "
+                               f"{role.groups}); give the tensor a rule (dst tag) instead")
+        return Decision("image", dtype=dt, kind="conv2d_filter", why="convolution filter")
+    if role.kind == "fc":
+        return Decision("image", dtype=dt, kind="weight_width", why="fully connected weights")
+    if role.kind in ("bias", "vector"):
+        return Decision("image", dtype=dt, kind="argument", why=role.kind)
+    return Decision("keep", why=f"{role.kind}: plain")
+
+
+def _tvm(target, role, view):
+    layout = target.name[4:]
+    if role.kind == "conv" and len(view.dims) in (4, 5) and not view.depthwise:
+        return Decision("reorder", layout, target.dtype, stored=True,
+                        why=f"TVM kernel layout {layout} of the stored (O, I/G, H, W)")
+    return Decision("keep", dtype=target.dtype, why=f"{role.kind}: plain")

@@ -1,0 +1,162 @@
+"""Converting files: tensors in parallel threads under a memory budget, many files locally or
+over a Dask cluster."""
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from .. import __version__
+from . import progress as prog
+from .errors import ConvertError
+from .presets import make_target
+from .readers import read
+from .rules import load_rules
+from .tasks import build
+from .writer import Writer, check_destination
+
+FORMAT = "reorder-convert/1"
+# tensors above this run with every core; smaller ones run one thread each, side by side
+_BIG = 32 << 20
+
+
+@dataclass
+class Result:
+    name: str
+    src: str
+    dst: str
+    target: str
+    tensors: int
+    bytes_in: int
+    bytes_out: int
+    seconds: float
+    peak_budget: int            # the memory budget tensors were admitted under
+    largest: int                # the largest input tensor, bytes
+
+    @property
+    def gbps(self):
+        return (self.bytes_in + self.bytes_out) / self.seconds / 1e9 if self.seconds else 0.0
+
+
+def _cpus():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:                      # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def plan_file(src, target, rules=None):
+    """(tasks, format) for one input file, from its index alone (no tensor data is read)."""
+    fmt, tensors, roles = read(src)
+    rules = load_rules(rules)
+    tasks = []
+    for t in tensors:
+        rule = rules.find(t.name)
+        task = build(t, roles.get(t.name), rule, target, src)
+        tasks.append(task)
+    return tasks, fmt
+
+
+def convert_file(src, dst, target="onednn-f32", *, rules=None, isa=None, activations=None,
+                 dtype=None, force=False, workers=None, memory=None, progress=None,
+                 position=0):
+    """Convert one file; returns a Result."""
+    src, dst = os.fspath(src), os.fspath(dst)
+    t = target if not isinstance(target, str) else make_target(target, isa, activations, dtype)
+    if not os.path.isfile(src):
+        raise ConvertError(f"{src}: no such file")
+    check_destination(dst, force, [src])
+    start = time.perf_counter()
+    tasks, fmt = plan_file(src, t, rules)
+    outputs = [o for task in tasks for o in task.outputs]
+    meta = {"format": FORMAT, "preset": t.name, "isa": t.isa if t.family == "onednn-int8" else None,
+            "activations": t.activations if t.family == "onednn-int8" else None,
+            "source_file": os.path.basename(src), "source_format": fmt,
+            "reorder_version": __version__, "tensors": {o.name: o.meta for o in outputs}}
+    largest = max((task.source.nbytes for task in tasks), default=0)
+    budget = max([memory or 0] + [task.cost for task in tasks])
+    bytes_in = sum(task.source.nbytes for task in tasks)
+    bar = prog.Bar(bytes_in, os.path.basename(src), prog.wanted(progress), position)
+    try:
+        with Writer(dst, outputs, meta, force=force) as w:
+            _run(tasks, w, budget, workers or _cpus(), bar)
+            size = w.size
+    finally:
+        bar.close()
+    return Result(os.path.basename(src), src, dst, t.name, len(tasks), bytes_in, size,
+                  time.perf_counter() - start, budget, largest)
+
+
+def _run(tasks, writer, budget, workers, bar):
+    """Run tasks on `workers` threads; a task starts only when the costs of the tasks running
+    fit in `budget` (or nothing else runs), so memory stays bounded."""
+    ncpu = _cpus()
+    cond = threading.Condition()
+    state = {"inflight": 0, "error": None}
+
+    def one(task):
+        try:
+            a = task.source.load()
+            arrays = [writer.region(o) for o in task.outputs]
+            task.fill(a, arrays, ncpu if task.cost > _BIG else 1)
+            del a, arrays                       # unmap input and output regions now
+            bar.update(task.source.nbytes)
+        except BaseException as exc:            # noqa: BLE001 - handed to the main thread
+            with cond:
+                state["error"] = state["error"] or exc
+        finally:
+            with cond:
+                state["inflight"] -= task.cost
+                cond.notify_all()
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for task in tasks:
+            with cond:
+                while (state["inflight"] and state["inflight"] + task.cost > budget
+                       and state["error"] is None):
+                    cond.wait()
+                if state["error"] is not None:
+                    break
+                state["inflight"] += task.cost
+            pool.submit(one, task)
+    if state["error"] is not None:
+        raise state["error"]
+
+
+def output_path(src, out_dir):
+    base = os.path.splitext(os.path.basename(os.fspath(src)))[0]
+    return os.path.join(os.fspath(out_dir), base + ".safetensors")
+
+
+def convert_many(srcs, out_dir, target="onednn-f32", *, client=None, progress=None, **kw):
+    """Convert every file of `srcs` into out_dir/<name>.safetensors; with a
+    dask.distributed.Client, one file per Dask task. Returns the Results in input order."""
+    srcs = [os.fspath(s) for s in srcs]
+    out_dir = os.fspath(out_dir)
+    if not os.path.isdir(out_dir):
+        raise ConvertError(f"{out_dir}: the output directory does not exist")
+    dsts = [output_path(s, out_dir) for s in srcs]
+    seen = {}
+    for s, d in zip(srcs, dsts):
+        if d in seen:
+            raise ConvertError(f"{s} and {seen[d]} would both be written to {d}")
+        seen[d] = s
+    t = make_target(target, kw.pop("isa", None), kw.pop("activations", None), kw.pop("dtype", None))
+    for s, d in zip(srcs, dsts):            # refuse before any work is done
+        if not os.path.isfile(s):
+            raise ConvertError(f"{s}: no such file")
+        check_destination(d, kw.get("force", False), [s])
+    if client is not None:
+        from .cluster import run_on_cluster
+        return run_on_cluster(client, srcs, dsts, t, progress, kw)
+    show = prog.wanted(progress)
+    files = prog.Bar(len(srcs), "files", show and len(srcs) > 1, position=0, unit="file")
+    results = []
+    try:
+        for s, d in zip(srcs, dsts):
+            results.append(convert_file(s, d, t, progress=show, position=1 if len(srcs) > 1 else 0,
+                                        **kw))
+            files.update(1)
+    finally:
+        files.close()
+    return results

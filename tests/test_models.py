@@ -1,0 +1,375 @@
+"""Whole-model conversion: every converted tensor against an independent reference and the
+library call it stands for, an int8 convolution computed from the blocked buffer, the file
+format, the other readers, rules and the CLI."""
+import json
+import struct
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+
+import reorder as ro
+from reorder import opencl as rocl
+from reorder.__main__ import main
+
+from model_builder import resnet_like
+from reference import offsets_of_all, ref_from_plain, uint_view
+
+CONV = ["stem.weight", "block1.conv1.weight", "block1.conv2.weight", "proj.weight"]
+PLAIN = ["stem.bias", "block1.conv1.bias", "proj.bias", "dw.bias", "grouped.bias", "bn.scale",
+         "bn.bias", "bn.mean", "bn.var", "fc.bias"]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("model") / "resnet.onnx"
+    return path, resnet_like(path)
+
+
+def logical(name, a):
+    """The oneDNN logical view of an ONNX weight, written out by hand for this model."""
+    if name == "dw.weight":
+        return a.reshape(30, 1, 1, 3, 3), "abcde"
+    if name == "grouped.weight":
+        return a.reshape(2, 24, 15, 1, 1), "abcde"
+    if name == "fc.weight":
+        return a, "ba"                     # Gemm transB=1: stored (N, K), logical (K, N)
+    return a, "abcd"[:a.ndim]
+
+
+def _aligned(loaded):
+    for name, (a, _) in loaded.items():
+        assert a.ctypes.data % 64 == 0, name
+
+
+def test_onednn_f32_matches_reference_and_library(model, tmp_path):
+    path, arrays = model
+    out = tmp_path / "f32.safetensors"
+    r = ro.convert(path, out, target="onednn-f32")
+    assert r.tensors == len(arrays) and r.bytes_in == sum(a.nbytes for a in arrays.values())
+    w = ro.load(out)
+    assert w.preset == "onednn-f32"
+    _aligned(w)
+    expect_tags = {n: "ABcd16b16a" for n in CONV}
+    expect_tags.update({"dw.weight": "Abcde16a", "grouped.weight": "aBCde16c16b"})
+    for name, src in arrays.items():
+        arr, desc = w[name]
+        assert not arr.flags.writeable and isinstance(arr.base, np.ndarray) or arr.base is not None
+        meta = w.meta(name)
+        if name in expect_tags:
+            assert meta["tag"] == expect_tags[name], name
+            plain, tag = logical(name, src)
+            ref = ref_from_plain(plain, tag, meta["tag"])
+            assert np.array_equal(uint_view(arr), uint_view(ref)), name
+            lib = ro.reorder(plain, tag, meta["tag"])
+            assert np.array_equal(uint_view(arr), uint_view(lib)), name
+            assert desc.dims == plain.shape if tag != "ba" else True
+            assert list(desc.padded_dims) == meta["padded_dims"]
+        else:
+            assert np.array_equal(arr, src), name
+            assert meta["tag"] == "abcd"[:src.ndim]
+
+
+def test_file_is_standard_safetensors_and_load_maps_without_copies(model, tmp_path):
+    from safetensors.numpy import load_file
+    path, arrays = model
+    out = tmp_path / "f32.safetensors"
+    ro.convert(path, out, target="onednn-f32")
+    theirs = load_file(str(out))
+    ours = ro.load(out)
+    for name, (a, _) in ours.items():
+        assert np.array_equal(theirs[name], a)
+    raw = out.read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    assert (8 + n) % 64 == 0
+    header = json.loads(raw[8:8 + n])
+    meta = json.loads(header["__metadata__"]["reorder"])
+    assert meta["preset"] == "onednn-f32" and meta["source_file"] == "resnet.onnx"
+    for name in arrays:
+        assert header[name]["data_offsets"][0] % 64 == 0
+        assert set(meta["tensors"][name]) >= {"dims", "tag", "dtype", "padded_dims", "role"}
+    # one map of the file: every array is a view of it
+    bases = set()
+    for a, _ in ours.values():
+        b = a
+        while isinstance(b.base, np.ndarray):
+            b = b.base
+        bases.add(id(b))
+    assert len(bases) == 1
+
+
+def quantize_ref(plain, tag, mask_axes, adjust=1.0):
+    """Independent per-channel int8 quantization: multiplier 127 / max|w| per masked logical
+    dim, q = round half to even of the saturated f32 product."""
+    other = tuple(i for i in range(plain.ndim) if i not in mask_axes)
+    amax = np.max(np.abs(plain), axis=other, keepdims=True).astype(np.float32)
+    mult = np.where(amax > 0, np.float32(127) / np.where(amax > 0, amax, 1), 1).astype(np.float32)
+    prod = (np.float32(adjust) * mult * plain.astype(np.float32)).astype(np.float32)
+    q = np.rint(np.clip(prod, -128, 127)).astype(np.int8)
+    return q, mult
+
+
+INT8 = {  # name: (expected tag, mask axes over the logical dims)
+    "stem.weight": ("ABcd4b16a4b", (0,)),          # IC 3: jit_int8
+    "block1.conv1.weight": ("AcdB64a4b", (0,)),     # IC 16, OC 16: brgconv (16o block... below)
+    "proj.weight": ("AcdB32a4b", (0,)),             # OC 30: 32o wastes 6%
+    "dw.weight": ("Abcde16a", (0,)),
+    "grouped.weight": ("aBCde2c8b4c", (0, 1)),      # 24 outputs per group: 8o block
+}
+
+
+def test_onednn_int8_tags_and_values(model, tmp_path):
+    path, arrays = model
+    out = tmp_path / "int8.safetensors"
+    ro.convert(path, out, target="onednn-int8", isa="avx512_core_vnni")
+    w = ro.load(out)
+    _aligned(w)
+    for name, (_, mask_axes) in INT8.items():
+        meta = w.meta(name)
+        plain, tag = logical(name, arrays[name])
+        q, mult = quantize_ref(plain, tag, mask_axes)
+        data = w[name][0]
+        assert np.array_equal(data, ref_from_plain(q, tag, meta["tag"])), name
+        comp = w[f"{name}.compensation"][0]
+        sums = -128 * q.astype(np.int64).sum(axis=tuple(i for i in range(q.ndim)
+                                                         if i not in mask_axes))
+        padded = np.zeros(meta["padded_dims"][:len(mask_axes)] if mask_axes != (0,) else
+                          [meta["padded_dims"][0]], np.int64)
+        padded[tuple(slice(0, s) for s in sums.shape)] = sums
+        assert np.array_equal(comp, padded.reshape(-1)), name
+        assert np.allclose(w[f"{name}.scales"][0], (1 / mult).reshape(-1), rtol=1e-7)
+        lib = ro.quantize(plain, tag, meta["tag"], scales=mult.reshape(-1),
+                          scale_mask=sum(1 << a for a in mask_axes), compensation="s8s8",
+                          comp_mask=sum(1 << a for a in mask_axes))
+        assert np.array_equal(data, lib.data) and np.array_equal(comp, lib.compensation)
+        buf = w.onednn_buffer(name)
+        assert np.array_equal(buf, lib.to_onednn_buffer()), name
+    assert w.meta("stem.weight")["tag"] == "ABcd4b16a4b"
+    assert w.meta("proj.weight")["tag"] == "AcdB32a4b"
+    assert w.meta("fc.weight")["tag"] == "BA16a64b4a"
+    assert w["fc.bias"][0].dtype == np.float32
+
+
+def direct_conv(buf, comp, dims, tag, x_u8, groups, comp_stride):
+    """An int8 convolution (stride 1, 'same' padding) that reads the weights from the blocked
+    buffer through independent index arithmetic: acc = sum q * u8 + compensation."""
+    offs, _ = offsets_of_all(dims, tag)
+    offs = offs.reshape(dims)
+    flat = np.ascontiguousarray(buf).reshape(-1)
+    if groups == 1:
+        offs = offs[None]
+    G, Og, Ig, K = offs.shape[0], offs.shape[1], offs.shape[2], offs.shape[-1]
+    C, H, W = x_u8.shape
+    # the u8 stream is the s8 input shifted by 128, its zero padding too
+    xp = np.pad(x_u8.astype(np.int64), ((0, 0), (K // 2, K // 2), (K // 2, K // 2)),
+                constant_values=128)
+    acc = np.zeros((G * Og, H, W), np.int64)
+    for g in range(G):
+        for o in range(Og):
+            for i in range(Ig):
+                for kh in range(K):
+                    for kw in range(K):
+                        q = int(flat[offs[g, o, i, kh, kw]])
+                        if q:
+                            acc[g * Og + o] += q * xp[g * Ig + i, kh:kh + H, kw:kw + W]
+            acc[g * Og + o] += int(comp[g * comp_stride + o])
+    return acc
+
+
+def plain_conv(q, x, groups):
+    """The convolution of the plain quantized weights (O, I/G, K, K) with x (C, H, W)."""
+    O, Ig, K, _ = q.shape
+    C, H, W = x.shape
+    xp = np.pad(x.astype(np.int64), ((0, 0), (K // 2, K // 2), (K // 2, K // 2)))
+    patches = np.stack([xp[:, kh:kh + H, kw:kw + W] for kh in range(K) for kw in range(K)], -1)
+    og = O // groups
+    out = np.zeros((O, H, W), np.int64)
+    for g in range(groups):
+        wq = q[g * og:(g + 1) * og].reshape(og, Ig, K * K).astype(np.int64)
+        out[g * og:(g + 1) * og] = np.einsum("oik,ihwk->ohw", wq, patches[g * Ig:(g + 1) * Ig])
+    return out
+
+
+@pytest.mark.parametrize("name,groups", [("stem.weight", 1), ("block1.conv1.weight", 1),
+                                         ("proj.weight", 1), ("grouped.weight", 2),
+                                         ("dw.weight", 30)])
+def test_int8_convolution_from_blocked_weights(model, tmp_path, name, groups):
+    """s8s8: the convolution reads u8 = s8 + 128; the compensation removes the shift, so the
+    result equals the convolution of the plain quantized weights with the s8 input."""
+    path, arrays = model
+    out = tmp_path / "int8.safetensors"
+    ro.convert(path, out, target="onednn-int8")
+    w = ro.load(out)
+    meta = w.meta(name)
+    plain, tag = logical(name, arrays[name])
+    q, _ = quantize_ref(plain, tag, INT8[name][1])
+    q_oihw = q.reshape(arrays[name].shape)
+    cin = q_oihw.shape[1] * groups
+    x_u8 = np.random.default_rng(1).integers(0, 256, (cin, 6, 7)).astype(np.uint8)
+    comp_stride = meta["padded_dims"][1] if groups > 1 and meta["dims"][1] > 1 else 1
+    got = direct_conv(w[name][0], w[f"{name}.compensation"][0], tuple(meta["dims"]),
+                      meta["tag"], x_u8, groups if meta["dims"][1] > 1 or groups == 1 else 1,
+                      comp_stride) if groups == 1 or meta["dims"][1] > 1 else \
+        direct_conv_dw(w[name][0], w[f"{name}.compensation"][0], tuple(meta["dims"]),
+                       meta["tag"], x_u8)
+    want = plain_conv(q_oihw, x_u8.astype(np.int64) - 128, groups)
+    assert np.array_equal(got, want)
+    # without the compensation the result is off by 128 * sum q: it is doing real work
+    assert not np.array_equal(got, plain_conv(q_oihw, x_u8.astype(np.int64), groups)) or \
+        not q.any()
+
+
+def direct_conv_dw(buf, comp, dims, tag, x_u8):
+    """Depthwise (G, 1, 1, K, K): channel g is convolved with filter g alone."""
+    offs, _ = offsets_of_all(dims, tag)
+    offs = offs.reshape(dims)
+    flat = np.ascontiguousarray(buf).reshape(-1)
+    G, K = dims[0], dims[-1]
+    C, H, W = x_u8.shape
+    xp = np.pad(x_u8.astype(np.int64), ((0, 0), (K // 2, K // 2), (K // 2, K // 2)),
+                constant_values=128)
+    acc = np.zeros((G, H, W), np.int64)
+    for g in range(G):
+        for kh in range(K):
+            for kw in range(K):
+                acc[g] += int(flat[offs[g, 0, 0, kh, kw]]) * xp[g, kh:kh + H, kw:kw + W]
+        acc[g] += int(comp[g])
+    return acc
+
+
+def test_int8_without_vnni_halves_and_u8_drops_compensation(model, tmp_path):
+    path, arrays = model
+    ro.convert(path, tmp_path / "a.safetensors", target="onednn-int8", isa="avx512_core")
+    w = ro.load(tmp_path / "a.safetensors")
+    assert w.meta("block1.conv1.weight")["tag"] == "ABcd4b16a4b"
+    assert w.meta("block1.conv1.weight")["scale_adjust"] == 0.5
+    plain, tag = logical("proj.weight", arrays["proj.weight"])
+    q, _ = quantize_ref(plain, tag, (0,), adjust=0.5)
+    assert np.array_equal(w["proj.weight"][0], ref_from_plain(q, tag, "ABcd4b16a4b"))
+    ro.convert(path, tmp_path / "u8.safetensors", target="onednn-int8", activations="u8")
+    w = ro.load(tmp_path / "u8.safetensors")
+    assert "stem.weight.compensation" not in w and "stem.weight.scales" in w
+
+
+def test_mace_images_equal_to_image_array(model, tmp_path):
+    path, arrays = model
+    for dt, npdt in (("f32", np.float32), ("f16", np.float16)):
+        out = tmp_path / f"mace-{dt}.safetensors"
+        with pytest.raises(ro.ReorderError, match="grouped.weight.*no image kind for grouped"):
+            ro.convert(path, out, target="mace-gpu", dtype=dt)
+        assert not out.exists()
+        # MACE has no grouped convolution on the GPU: a rule keeps that one plain (goihw)
+        ro.convert(path, out, target="mace-gpu", dtype=dt,
+                   rules=[{"match": "grouped.weight", "dst": "abcde"}])
+        w = ro.load(out)
+        for name in CONV:
+            want = rocl.to_image_array(arrays[name], "conv2d_filter").astype(npdt)
+            assert np.array_equal(w[name][0], want), name
+        dw = rocl.to_image_array(arrays["dw.weight"], "dw_conv2d_filter", layout="bacd")
+        assert np.array_equal(w["dw.weight"][0], dw.astype(npdt))
+        fc = rocl.to_image_array(arrays["fc.weight"].reshape(20, 48, 1, 1), "weight_width")
+        assert np.array_equal(w["fc.weight"][0], fc.astype(npdt))
+        assert np.array_equal(w["fc.bias"][0], rocl.to_image_array(arrays["fc.bias"],
+                                                                  "argument").astype(npdt))
+        assert w.meta("stem.weight")["image_kind"] == "conv2d_filter"
+        assert np.array_equal(w["grouped.weight"][0],
+                              arrays["grouped.weight"].reshape(2, 24, 15, 1, 1).astype(npdt))
+
+
+def test_tvm_layout(model, tmp_path):
+    path, arrays = model
+    out = tmp_path / "tvm.safetensors"
+    ro.convert(path, out, target="tvm:OIHW16i16o")
+    w = ro.load(out)
+    for name in CONV + ["grouped.weight"]:
+        want = ref_from_plain(arrays[name], "abcd", "ABcd16b16a")
+        assert np.array_equal(w[name][0], want), name
+    assert np.array_equal(w["dw.weight"][0], arrays["dw.weight"])
+
+
+def _save_inputs(arrays, tmp_path):
+    from safetensors.numpy import save_file
+    np.savez(tmp_path / "stored.npz", **arrays)
+    np.savez_compressed(tmp_path / "packed.npz", **arrays)
+    save_file(arrays, str(tmp_path / "w.safetensors"))
+    np.save(tmp_path / "proj.npy", np.asfortranarray(arrays["proj.weight"]))
+    rules = tmp_path / "rules.toml"
+    rules.write_text('''
+[[rule]]
+match = "dw.weight"
+role = "conv"
+groups = 30
+
+[[rule]]
+match = "grouped.weight"
+role = "conv"
+groups = 2
+
+[[rule]]
+match = "fc.weight"
+role = "fc"
+trans = true
+
+[[rule]]
+match = "*.weight"
+role = "conv"
+
+[[rule]]
+match = "proj"
+role = "conv"
+''')
+    return rules
+
+
+def test_npz_safetensors_npy_with_rules_equal_the_onnx_result(model, tmp_path):
+    path, arrays = model
+    conv_only = {k: v for k, v in arrays.items() if k != "head.weight"}
+    rules = _save_inputs(conv_only, tmp_path)
+    ro.convert(path, tmp_path / "onnx.safetensors", target="onednn-f32")
+    ref = ro.load(tmp_path / "onnx.safetensors")
+    for src in ("stored.npz", "packed.npz", "w.safetensors"):
+        out = tmp_path / (src + ".out.safetensors")
+        ro.convert(tmp_path / src, out, target="onednn-f32", rules=rules)
+        got = ro.load(out)
+        for name in conv_only:
+            assert np.array_equal(uint_view(got[name][0]), uint_view(ref[name][0])), (src, name)
+            assert got.meta(name)["tag"] == ref.meta(name)["tag"]
+    ro.convert(tmp_path / "proj.npy", tmp_path / "npy.safetensors", rules=rules)
+    assert np.array_equal(ro.load(tmp_path / "npy.safetensors")["proj"][0], ref["proj.weight"][0])
+
+
+def test_rules_override_the_preset_and_yaml_works(model, tmp_path):
+    path, arrays = model
+    rules = tmp_path / "r.yaml"
+    rules.write_text("rule:\n  - match: proj.weight\n    dst: AcdB64a4b\n"
+                     "  - match: stem.weight\n    dst: Acdb16a\n    dtype: f16\n")
+    out = tmp_path / "o.safetensors"
+    ro.convert(path, out, target="onednn-int8", rules=rules)
+    w = ro.load(out)
+    assert w.meta("proj.weight")["tag"] == "AcdB64a4b"          # per-layer override wins
+    plain, tag = logical("proj.weight", arrays["proj.weight"])
+    q, _ = quantize_ref(plain, tag, (0,))
+    assert np.array_equal(w["proj.weight"][0], ref_from_plain(q, tag, "AcdB64a4b"))
+    stem = w["stem.weight"][0]
+    assert stem.dtype == np.float16
+    assert np.array_equal(stem, ref_from_plain(arrays["stem.weight"].astype(np.float16),
+                                               "abcd", "Acdb16a"))
+
+
+def test_cli_one_file_and_many(model, tmp_path, capsys):
+    path, arrays = model
+    out = tmp_path / "cli.safetensors"
+    assert main(["convert", str(path), "-o", str(out), "-t", "onednn-int8", "--isa", "avx2"]) == 0
+    text = capsys.readouterr().out
+    assert "tensors" in text and "GB/s" in text and "resnet.onnx" in text
+    assert ro.load(out).meta("stem.weight")["tag"] == "ABcd2b8a4b"
+    assert main(["convert", str(path), "-o", str(out)]) == 2
+    assert "exists" in capsys.readouterr().err
+    other = tmp_path / "second.onnx"
+    resnet_like(other, seed=3)
+    d = tmp_path / "zoo"
+    d.mkdir()
+    assert main(["convert", str(path), str(other), "--out-dir", str(d), "-q"]) == 0
+    assert capsys.readouterr().out == ""
+    assert sorted(p.name for p in d.iterdir()) == ["resnet.safetensors", "second.safetensors"]

@@ -148,3 +148,40 @@ def test_plan_empty_zero_size_and_other_types(dtype):
         assert out.shape == p.dst.physical_shape and out.flags.c_contiguous
         assert out.dtype == np.dtype(p.dst.dtype.storage)
         assert out.__array_interface__["data"][0] % 64 == 0
+
+
+def _proc_cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None
+
+
+def test_cpu_features_detected_once_at_import_and_strictly():
+    """Both extensions hold final CPU features as soon as they are imported (no kernel has
+    run yet), the same in both, and each equals what the kernel reports in /proc/cpuinfo,
+    with a SIMD feature set counted only when every extension it is compiled for is there."""
+    import subprocess
+    import sys
+    code = ("from reorder import _kernels, _convert\n"
+            "print(repr((_kernels.cpu_features(), _convert.cpu_features())))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    kernels, convert = eval(out)
+    assert kernels == convert
+    flags = _proc_cpu_flags()
+    if flags is None or not {"sse2"} & flags:
+        pytest.skip("no x86 /proc/cpuinfo flags to compare with")
+    has = lambda *names: all(n in flags for n in names)
+    conv = has("avx512f", "avx512bw", "avx512vl", "avx512dq")
+    assert kernels == {"avx2": has("avx2"), "avx512f": has("avx512f"),
+                       "avx512 f+bw+vl+dq": conv,
+                       "avx512 bf16": conv and has("avx512_bf16"),
+                       "avx512 vbmi+vnni": conv and has("avx512vbmi", "avx512_vnni")}
+    from reorder import _convert as cv
+    assert cv.simd_available() == conv
+    assert ("avx512" in _kernels.simd_paths()) == has("avx512f")

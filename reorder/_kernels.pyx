@@ -19,7 +19,7 @@ from cython.parallel cimport prange
 import numpy as np
 
 from reorder._omp cimport (REORDER_OPENMP, REORDER_OPENMP_VERSION, REORDER_BUILD_FLAGS,
-                           omp_get_max_threads, omp_get_num_procs)
+                           omp_get_max_threads, omp_get_num_procs, reorder_omp_library)
 
 OPENMP = bool(REORDER_OPENMP)
 OPENMP_VERSION = REORDER_OPENMP_VERSION
@@ -32,6 +32,11 @@ def omp_max_threads():
 
 def omp_num_procs():
     return omp_get_num_procs()
+
+
+def omp_library():
+    """Path of the OpenMP runtime library the kernels call, or "" (serial build, unknown)."""
+    return reorder_omp_library().decode("utf-8", "surrogateescape")
 
 
 def environ_value(str name):

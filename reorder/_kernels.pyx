@@ -262,7 +262,8 @@ cdef class Transpose:
     cdef NodeList p
     cdef TileA A
     cdef TileB B
-    cdef int itemsize, nt
+    cdef int itemsize
+    cdef readonly bint nt       # streaming stores, as the plan decided
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
                  const int64_t[::1] a, const int64_t[::1] b, bint nt):
@@ -385,7 +386,8 @@ cdef class Walker:
     """
     cdef NodeList p
     cdef Rows R
-    cdef int itemsize, nt
+    cdef int itemsize
+    cdef readonly bint nt       # streaming stores, as the plan decided
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
                  const int64_t[::1] rows, bint nt):

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder import _kernels, planner
+from reorder import _kernels
+from reorder.plan_cache import cached_plan
 
 from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
 
@@ -54,11 +55,9 @@ def simd(request):
 
 
 @pytest.fixture(params=[False, True], ids=["cached-stores", "streaming-stores"])
-def streaming(request, monkeypatch):
-    monkeypatch.setattr(planner, "NT_MIN_BYTES", 0 if request.param else 1 << 62)
-    planner.cached_plan.cache_clear()
-    yield request.param
-    planner.cached_plan.cache_clear()
+def streaming(request):
+    """The plans' streaming threshold: 0 streams every destination, 2**62 none."""
+    return 0 if request.param else 1 << 62
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.float64])
@@ -66,7 +65,8 @@ def streaming(request, monkeypatch):
 def test_kernel_matches_reference(simd, streaming, stag, dtag, dims, kernel, dtype):
     rng = np.random.default_rng(1)
     x = _to_plain_src(dims, stag, dtype, rng)
-    p = ro.plan(ro.Desc(dims, np.dtype(dtype).name, stag), ro.Desc(dims, np.dtype(dtype).name, dtag))
+    p = cached_plan(ro.Desc(dims, np.dtype(dtype).name, stag), ro.Desc(dims, np.dtype(dtype).name, dtag),
+                    stream_min_bytes=streaming)
     assert kernel is None or p.kernel == kernel, p.explain()
     src_phys = ro.Desc(dims, np.dtype(dtype).name, stag).physical_shape
     x = x.reshape(src_phys)

@@ -274,16 +274,18 @@ class _QuantizePrep(NamedTuple):
     ncomp: int
 
 
-def quantize(w, src, dst, *, scales=1.0, scale_mask=None, compensation=None, comp_mask=None,
-             scale_adjust=1.0, dims=None, src_dtype=None, threads=None, out=None):
+def quantize(w, src, dst, *, src_scales=None, src_scale_mask=None, compensation=None,
+             comp_mask=None, scale_adjust=1.0, dims=None, src_dtype=None, threads=None, out=None,
+             scales=None, scale_mask=None):
     """Quantize weights `w` to s8 in layout `dst`, with optional int8 compensation.
 
-    q = saturate_round(scale_adjust * scales[x] * w[x])   (f32 arithmetic; oneDNN's src scale)
+    q = saturate_round(scale_adjust * src_scales[x] * w[x])   (f32 arithmetic; oneDNN's src
+    scale, spelled as in reorder())
 
     w             array in layout `src` (f32, f64, bf16, f16, s8, ...; as for reorder())
     src, dst      tags or Descs; a dst tag makes an s8 Desc over w's dims
-    scales        multiplier: one number, or values per the dims of `scale_mask`
-    scale_mask    bits of the dims the scales vary along; default 0 for one number, else
+    src_scales    multiplier: one number (default 1), or values per the dims of src_scale_mask
+    src_scale_mask  bits of the dims the scales vary along; default 0 for one number, else
                   comp_mask (or 1, the output channels, without compensation)
     compensation  None, "s8s8" (-128 * sum q), "zp" (-sum q) or ("s8s8", "zp"); sums run over
                   the unmasked dims of the stored s8 values, padded entries are 0
@@ -295,6 +297,15 @@ def quantize(w, src, dst, *, scales=1.0, scale_mask=None, compensation=None, com
 
     Returns a `Quantized` (.data, .compensation, .zp_compensation, .desc, .to_onednn_buffer()).
     """
+    if scales is not None:
+        if src_scales is not None:
+            raise ReorderError("give the scales once: src_scales= or scales=")
+        src_scales = scales
+    if scale_mask is not None:
+        if src_scale_mask is not None:
+            raise ReorderError("give the scale mask once: src_scale_mask= or scale_mask=")
+        src_scale_mask = scale_mask
+    scales, scale_mask = (1.0 if src_scales is None else src_scales), src_scale_mask
     arr = as_array(w)
     key = _quantize_key(arr, src, dst, scales, scale_mask, compensation, comp_mask,
                         scale_adjust, dims, src_dtype, threads)

@@ -85,6 +85,25 @@ def test_plan_with_tags_keeps_its_f32_default():
     assert ro.plan("nchw", "nChw16c", dims=(1, 3, 2, 2), src_dtype="s8").src.dtype.name == "s8"
 
 
+def test_quantize_takes_reorders_spelling_of_scales():
+    """quantize() documents src_scales / src_scale_mask (reorder's names); the older
+    scales / scale_mask keep working and give the same bytes; both at once is an error."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((20, 7, 3, 3)).astype(np.float32)
+    s = rng.uniform(10, 60, 20).astype(np.float32)
+    a = ro.quantize(w, "oihw", "OIhw4i16o4i", src_scales=s, src_scale_mask=1, compensation="s8s8")
+    b = ro.quantize(w, "oihw", "OIhw4i16o4i", scales=s, scale_mask=1, compensation="s8s8")
+    np.testing.assert_array_equal(a.data, b.data)
+    np.testing.assert_array_equal(a.compensation, b.compensation)
+    # independent check of one value: o=3, i=2, h=1, w=0 sits at O block 0, I block 0
+    q = np.clip(np.rint(np.float32(s[3]) * w[3, 2, 1, 0]), -128, 127)
+    assert a.data[0, 0, 1, 0, 0, 3, 2] == q
+    with pytest.raises(ro.ReorderError, match="src_scales= or scales="):
+        ro.quantize(w, "oihw", "OIhw4i16o4i", src_scales=s, scales=s)
+    with pytest.raises(ro.ReorderError, match="src_scale_mask= or scale_mask="):
+        ro.quantize(w, "oihw", "OIhw4i16o4i", src_scales=s, src_scale_mask=1, scale_mask=1)
+
+
 # --- caches under Python threads -------------------------------------------------------------
 
 def test_plan_caches_under_eight_python_threads():
@@ -105,7 +124,7 @@ def test_plan_caches_under_eight_python_threads():
                 if not np.array_equal(y, x.transpose(0, 2, 3, 1)):
                     errors.append(("wrong", t, shape))
                 w = rng.standard_normal((16 + t, 3 + k % 5, 1, 1)).astype(np.float32)
-                q = ro.quantize(w, "oihw", "OIhw4i16o4i", scales=float(1 + k % 3))
+                q = ro.quantize(w, "oihw", "OIhw4i16o4i", src_scales=float(1 + k % 3))
                 want = np.clip(np.rint(np.float32(1 + k % 3) * w[:, :, 0, 0]), -128, 127)
                 got = q.data[:, :, 0, 0].transpose(0, 3, 1, 2, 4).reshape(
                     q.data.shape[0] * 16, -1)[:w.shape[0], :w.shape[1]]

@@ -552,10 +552,9 @@ rq_w_body_##SN##_##DN(const void* src_, void* dst_, const rq_w_t* k, const rq_ma
 }                                                                                               \
 RQ_TGT_VBMI static void rq_w_##SN##_##DN(const void* src, void* dst, const rq_w_t* k,            \
                                          const rq_math_t* m) {                                  \
-    /* FULL (all 16 i valid): plain loads. Masked loads, even with an all-ones mask, cost    \
-       Zen 4 two thirds more per block, so they are kept for the last, padded I block.       \
-       quantize()'s case (3x3, per-o scales alone) gets a fully unrolled copy with the flags  \
-       as constants (7% faster than testing them). */                                         \
+    /* FULL (all 16 i valid): plain loads, masked ones only for the last, padded I block;  \
+       quantize()'s case (3x3, per-o scales alone) gets an unrolled copy with constant flags  \
+       (docs/int8.md has the measurements). */                                                \
     if (k->nvi == 16 && k->S == 9 && m->has_sscale && !m->has_dscale && !m->has_adj)            \
         rq_w_body_##SN##_##DN(src, dst, k, m, 9, 1, 1, 0, 0);                                   \
     else if (k->nvi == 16)                                                                      \

@@ -149,8 +149,7 @@ static void tile_avx512_u32(const uint32_t* src, const arows_t* A, int64_t na, u
 }
 
 /* ---- AVX2: 8x8 f32 register transposes, the SIMD path for CPUs without AVX-512 ---------
- * Stores are always cached: a 32-byte streaming store fills half a line, and the other half
- * comes from another tile much later, which measured 5 GB/s against 47 for cached stores. */
+ * Stores are always cached: a 32-byte streaming store fills only half a line (docs/kernels.md). */
 __attribute__((target("avx2")))
 static inline void tr8x8(__m256 r[8]) {
     __m256 t[8], u[8];

@@ -9,17 +9,17 @@ cdef extern from *:
     #if defined(__linux__) || defined(__APPLE__)
     #include <dlfcn.h>
     /* The file of the OpenMP runtime the kernels call into, or "" when unknown. */
-    static const char* reorder_omp_library(void) {
+    static inline const char* reorder_omp_library(void) {
         Dl_info info;
         if (dladdr((void*)&omp_get_max_threads, &info) && info.dli_fname)
             return info.dli_fname;
         return "";
     }
     #else
-    static const char* reorder_omp_library(void) { return ""; }
+    static inline const char* reorder_omp_library(void) { return ""; }
     #endif
     #else
-    static const char* reorder_omp_library(void) { return ""; }
+    static inline const char* reorder_omp_library(void) { return ""; }
     #define REORDER_OPENMP 0
     #define REORDER_OPENMP_VERSION 0
     static inline int omp_get_max_threads(void) { return 1; }

@@ -1,5 +1,7 @@
 """`Plan`: an immutable recipe for moving data from one descriptor to another, built once
 (the kernel chosen, its runner prepared) and applied to arrays many times."""
+import numpy as np
+
 from .threads import resolve
 from ._kernels import data_address
 from .binding import aligned_empty, bind_source, check_out
@@ -8,8 +10,6 @@ from .errors import ReorderError
 from .planner import plan_steps
 from .problem import PARALLEL_MIN_BYTES, STREAM_MIN_BYTES
 from .tags import ABC
-
-import numpy as np
 
 __all__ = ["Plan"]
 

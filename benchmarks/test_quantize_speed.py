@@ -43,12 +43,12 @@ def test_quantize_speed(benchmark, record, impl, dims, threads):
     w = rng.standard_normal(dims).astype(np.float32)
     scales = (rng.random(dims[0]).astype(np.float32) + 0.5) * 40
     # a 64-byte-aligned output, reused by every call (as plan.empty() gives)
-    out = ro.quantize(w, "oihw", "OIhw4i16o4i", scales=scales, scale_mask=1).data
+    out = ro.quantize(w, "oihw", "OIhw4i16o4i", src_scales=scales, src_scale_mask=1).data
     nbytes = w.nbytes + out.nbytes
     group = f"f32->s8 OIhw4i16o4i per-oc scale + s8s8 {'x'.join(map(str, dims))} {threads}T"
     benchmark.group = group
     if impl == "reorder":
-        q = benchmark(ro.quantize, w, "oihw", "OIhw4i16o4i", scales=scales, scale_mask=1,
+        q = benchmark(ro.quantize, w, "oihw", "OIhw4i16o4i", src_scales=scales, src_scale_mask=1,
                       compensation="s8s8", threads=threads, out=out)
         ref = np.empty_like(out)
         comp = _np_quantize(w, scales, ref)

@@ -39,6 +39,24 @@ from reorder._omp cimport REORDER_OPENMP
 from reorder._nodes cimport (NodeList, Walk, MAX_NODES, MAX_DIMS, fill_nodes, outer_count,
                              walk_start, walk_bounds, walk_next, count_below)
 
+cdef extern from "_cpu.h" nogil:
+    ctypedef struct reorder_cpu_t:
+        int avx2, avx512, avx512_conv, avx512_bf16, avx512_int8w
+    reorder_cpu_t reorder_cpu
+    void reorder_cpu_detect()
+
+# before anything can run a kernel
+reorder_cpu_detect()
+
+
+def cpu_features():
+    """The CPU features the SIMD paths use, as detected once at import (_cpu.h)."""
+    return {"avx2": bool(reorder_cpu.avx2), "avx512f": bool(reorder_cpu.avx512),
+            "avx512 f+bw+vl+dq": bool(reorder_cpu.avx512_conv),
+            "avx512 bf16": bool(reorder_cpu.avx512_bf16),
+            "avx512 vbmi+vnni": bool(reorder_cpu.avx512_int8w)}
+
+
 cdef extern from "_convert_simd.h" nogil:
     ctypedef struct rq_math_t:
         float szp, dzp, beta, adj
@@ -445,12 +463,19 @@ cdef void _tile_scalar(const src_t* s, const int64_t* soff, dst_t* d, int64_t dB
         b += 1
 
 
+cdef inline int64_t _tile_scratch_bytes(const TileSpec* T) noexcept nogil:
+    """Bytes of one thread's tile scratch (scale vectors, sums, lane masks), whole lines."""
+    cdef int64_t n = T.ngroups * 16
+    return (n * (2 * sizeof(float) + sizeof(int32_t)) + T.ngroups * sizeof(uint16_t) + 63) // 64 * 64
+
+
 cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpec* T,
                       const QCtx* c, const rq_math_t* m, rq_block_fn fn, int64_t lo, int64_t hi,
-                      int split, int64_t base) noexcept nogil:
+                      int split, int64_t base, char* mem) noexcept nogil:
     """Outer positions [lo, hi): per position, all lane groups in one call. Scale vectors are
     refilled only when the scale index or the lane mask changes, and the per-lane comp sums
-    are flushed only when the comp index of the position changes."""
+    are flushed only when the comp index of the position changes. `mem`: this thread's
+    scratch (_tile_scratch_bytes), allocated by the caller, which can raise."""
     cdef Walk w
     cdef rq_block_t blk
     cdef int64_t G = T.ngroups, n = T.ngroups * 16
@@ -458,13 +483,10 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
     cdef int64_t last_ko = -1, last_co = 0
     cdef int e, have_co = 0, fresh
     cdef uint32_t lane
-    cdef char* mem = <char*>malloc(n * (2 * sizeof(float) + sizeof(int32_t)) + G * sizeof(uint16_t) + 64)
     cdef float* ssc
     cdef float* dinv
     cdef int32_t* acc
     cdef uint16_t* lanes
-    if mem == NULL:
-        return                      # cannot happen for <= 4096 lanes; never write garbage
     ssc = <float*>mem
     dinv = ssc + n
     acc = <int32_t*>(dinv + n)
@@ -534,7 +556,6 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
     if c.acc != NULL and have_co:
         for j in range(n):
             c.acc[last_co + T.coff[j]] += acc[j]
-    free(mem)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -643,12 +664,16 @@ cdef struct Job:
     rq_block_fn bfn              # SIMD tile for this dtype pair, or NULL (portable loops)
     rq_w_fn wfn                  # SIMD `4i16o4i` kernel, or NULL
     const uint8_t* idx
+    char* scratch                # tile scratch: one part of scratch_bytes per thread
+    int64_t scratch_bytes
 
 
 cdef void _range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, const Job* J,
-                 int64_t lo, int64_t hi, int split, int64_t base) noexcept nogil:
+                 int64_t lo, int64_t hi, int split, int64_t base, int slot) noexcept nogil:
+    """Outer iterations [lo, hi) on thread `slot` (which owns that part of the scratch)."""
     if J.kind == K_TILE:
-        _tile_range(s, d, p, J.T, c, J.m, J.bfn, lo, hi, split, base)
+        _tile_range(s, d, p, J.T, c, J.m, J.bfn, lo, hi, split, base,
+                    J.scratch + slot * J.scratch_bytes)
     elif J.kind == K_W:
         _w_range(s, d, p, J.W, c, J.m, J.wfn, J.idx, lo, hi, split, base)
     else:
@@ -656,7 +681,7 @@ cdef void _range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, con
 
 
 cdef void _part(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, const Job* J,
-                int split, int64_t lo, int64_t hi) noexcept nogil:
+                int split, int64_t lo, int64_t hi, int slot) noexcept nogil:
     """A thread's share when node `split` is divided: its digits [lo, hi), on a private copy
     of the node list whose pointers start at digit lo."""
     cdef NodeList q
@@ -672,7 +697,8 @@ cdef void _part(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, cons
         qc.dinv = qc.dinv + lo * p.ks[split]
     if qc.acc != NULL:
         qc.acc = qc.acc + lo * p.cs[split]
-    _range(s + lo * p.ss[split], d + lo * p.ds[split], &q, &qc, J, 0, outer_count(&q), split, lo)
+    _range(s + lo * p.ss[split], d + lo * p.ds[split], &q, &qc, J, 0, outer_count(&q), split, lo,
+           slot)
 
 
 cdef void _drive(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, const Job* J,
@@ -687,18 +713,18 @@ cdef void _drive(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, con
     if split < 0:
         nchunks = nthreads if outer >= nthreads else <int>outer
         if nchunks <= 1:
-            _range(s, d, p, c, J, 0, outer, -1, 0)
+            _range(s, d, p, c, J, 0, outer, -1, 0, 0)
             return
         for t in prange(nchunks, num_threads=nchunks, schedule="static"):
-            _range(s, d, p, c, J, outer * t // nchunks, outer * (t + 1) // nchunks, -1, 0)
+            _range(s, d, p, c, J, outer * t // nchunks, outer * (t + 1) // nchunks, -1, 0, t)
         return
     ext = p.ext[split]
     nchunks = nthreads if ext >= nthreads else <int>ext
     if nchunks <= 1:
-        _range(s, d, p, c, J, 0, outer, -1, 0)
+        _range(s, d, p, c, J, 0, outer, -1, 0, 0)
         return
     for t in prange(nchunks, num_threads=nchunks, schedule="static"):
-        _part(s, d, p, c, J, split, ext * t // nchunks, ext * (t + 1) // nchunks)
+        _part(s, d, p, c, J, split, ext * t // nchunks, ext * (t + 1) // nchunks, t)
 
 
 cdef void _dispatch_dst(const src_t* s, uintptr_t d, int dcode, const NodeList* p,
@@ -737,6 +763,60 @@ cdef void _dispatch(uintptr_t s, int scode, uintptr_t d, int dcode, const NodeLi
         _dispatch_dst(<const int32_t*>s, d, dcode, p, c, J, split, nthreads)
 
 
+# Simulates a failed scratch allocation, which no test could otherwise produce.
+cdef bint _fail_alloc = False
+# The scale the runners read when there is none (they fill their vectors from it).
+cdef float _ONE = 1.0
+
+
+def set_alloc_failure(bint fail):
+    """Tests: make the runners' scratch allocation fail as malloc does when memory runs out."""
+    global _fail_alloc
+    _fail_alloc = fail
+
+
+cdef class Arith:
+    """The per-element arithmetic of a conversion, shared by the three runners (keywords):
+
+    src_scales       f32 src scales (>= 1 value), or None
+    src_scale_masked index them with the walk's scale index (False: one common value)
+    dst_inv_scales   f32 reciprocals of the dst scales, or None
+    dst_scale_masked as for the src scales
+    src_zp, dst_zp, beta   common zero points and the sum factor, or None
+    adj              scale_adjust (1.0: none)
+    """
+    cdef QCtx c
+    cdef rq_math_t m
+    cdef object keep            # the arrays the context points into
+
+    def __init__(self, *, const float[::1] src_scales=None, bint src_scale_masked=False,
+                 const float[::1] dst_inv_scales=None, bint dst_scale_masked=False,
+                 src_zp=None, dst_zp=None, beta=None, float adj=1.0):
+        if (src_scales is not None and src_scales.shape[0] < 1) \
+                or (dst_inv_scales is not None and dst_inv_scales.shape[0] < 1):
+            raise ValueError("scale arrays must hold at least one value")
+        self.keep = (src_scales, dst_inv_scales)
+        self.c.sscale = &_ONE
+        self.c.dinv = &_ONE
+        if src_scales is not None:
+            self.c.sscale = &src_scales[0]
+        if dst_inv_scales is not None:
+            self.c.dinv = &dst_inv_scales[0]
+        self.c.sscale_masked = src_scale_masked and src_scales is not None
+        self.c.dscale_masked = dst_scale_masked and dst_inv_scales is not None
+        self.c.has_sscale = self.m.has_sscale = src_scales is not None
+        self.c.has_dscale = self.m.has_dscale = dst_inv_scales is not None
+        self.c.has_szp = self.m.has_szp = src_zp is not None
+        self.c.has_dzp = self.m.has_dzp = dst_zp is not None
+        self.c.has_sum = self.m.has_sum = beta is not None
+        self.c.has_adj = self.m.has_adj = adj != 1.0
+        self.c.szp = self.m.szp = 0.0 if src_zp is None else src_zp
+        self.c.dzp = self.m.dzp = 0.0 if dst_zp is None else dst_zp
+        self.c.beta = self.m.beta = 0.0 if beta is None else beta
+        self.c.adj = self.m.adj = adj
+        self.c.acc = NULL
+
+
 cdef class Convert:
     """The strided-walk conversion kernel, prepared once per plan (the base of the others).
 
@@ -744,7 +824,7 @@ cdef class Convert:
     nodes           -- rows (extent, src stride, dst stride, dim or -1, weight, scale
                        index stride, comp index stride), outermost first             # IN
     checked         -- rows (dim, logical size, dst padded size)                    # IN
-    sscale, dinv    -- src scales and reciprocal dst scales (f32, >= 1 value)       # IN
+    arith           -- an Arith: scales, zero points, sum, scale_adjust             # IN
     split           -- the node threads split when compensation is accumulated (one
                        that carries a comp index), or -1 (then one thread does it)
     """
@@ -755,39 +835,23 @@ cdef class Convert:
     cdef WSpec W
     cdef uint8_t idx[192]
     cdef int scode, dcode, split, kind
+    cdef readonly bint nt       # streaming stores, as the plan decided (the tile runner)
     cdef object keep            # the arrays the context and tables point into
 
     def __init__(self, int scode, int dcode, const int64_t[:, ::1] nodes,
-                 const int64_t[:, ::1] checked, const float[::1] sscale, bint sscale_masked,
-                 bint has_sscale, const float[::1] dinv, bint dscale_masked, bint has_dscale,
-                 float szp, bint has_szp, float dzp, bint has_dzp, float beta, bint has_sum,
-                 float adj, int split):
+                 const int64_t[:, ::1] checked, Arith arith not None, int split):
         if not (0 <= scode <= 6 and 0 <= dcode <= 6):
             raise ValueError(f"bad dtype codes {scode}, {dcode}")
         if nodes.shape[1] != 7:
             raise ValueError("conversion nodes need 7 columns")
-        if sscale.shape[0] < 1 or dinv.shape[0] < 1:
-            raise ValueError("scale arrays must hold at least one value")
         fill_nodes(&self.p, nodes, checked)
         if not -1 <= split < self.p.n:
             raise ValueError(f"bad split node {split}")
-        self.keep = (sscale, dinv)
-        self.c.sscale = &sscale[0]
-        self.c.dinv = &dinv[0]
-        self.c.sscale_masked = sscale_masked
-        self.c.dscale_masked = dscale_masked
-        self.c.has_sscale = self.m.has_sscale = has_sscale
-        self.c.has_dscale = self.m.has_dscale = has_dscale
-        self.c.has_szp = self.m.has_szp = has_szp
-        self.c.has_dzp = self.m.has_dzp = has_dzp
-        self.c.has_sum = self.m.has_sum = has_sum
-        self.c.has_adj = self.m.has_adj = adj != 1.0
-        self.c.szp = self.m.szp = szp
-        self.c.dzp = self.m.dzp = dzp
-        self.c.beta = self.m.beta = beta
-        self.c.adj = self.m.adj = adj
-        self.c.acc = NULL
+        self.keep = arith
+        self.c = arith.c
+        self.m = arith.m
         self.scode, self.dcode, self.split, self.kind = scode, dcode, split, K_WALK
+        self.nt = False
 
     @property
     def simd(self):
@@ -801,7 +865,7 @@ cdef class Convert:
     def run(self, uintptr_t src, uintptr_t dst, int nthreads, uintptr_t acc=0):
         """src, dst: addresses of logical element (0, ..., 0) of each side. acc: a zeroed
         int32 buffer over the compensation layout that receives the sums of the stored s8
-        values, or 0."""
+        values, or 0. Raises MemoryError when the tile scratch cannot be allocated."""
         cdef QCtx c = self.c
         cdef Job J
         cdef int split = self.split
@@ -810,6 +874,7 @@ cdef class Convert:
         J.kind, J.T, J.W, J.m, J.idx = self.kind, &self.T, &self.W, &self.m, self.idx
         J.bfn = rq_block_kernel(self.scode, self.dcode) if self.kind == K_TILE else NULL
         J.wfn = rq_w_kernel(self.scode, self.dcode) if self.kind == K_W else NULL
+        J.scratch, J.scratch_bytes = NULL, 0
         c.acc = <int32_t*>acc
         if acc == 0:
             split = -1
@@ -817,8 +882,17 @@ cdef class Convert:
             nthreads = 1          # no node to split: one thread owns every sum
         if nthreads < 1:
             nthreads = 1
-        with nogil:
-            _dispatch(src, self.scode, dst, self.dcode, &self.p, &c, &J, split, nthreads)
+        if self.kind == K_TILE:
+            J.scratch_bytes = _tile_scratch_bytes(&self.T)
+            J.scratch = NULL if _fail_alloc else <char*>malloc(J.scratch_bytes * nthreads)
+            if J.scratch == NULL:
+                raise MemoryError(f"cannot allocate {J.scratch_bytes * nthreads} bytes of "
+                                  f"conversion tile scratch")
+        try:
+            with nogil:
+                _dispatch(src, self.scode, dst, self.dcode, &self.p, &c, &J, split, nthreads)
+        finally:
+            free(J.scratch)
 
 
 cdef class ConvertTile(Convert):
@@ -831,15 +905,11 @@ cdef class ConvertTile(Convert):
     nt        -- stream full 64-byte lines of 16-bit outputs
     """
     def __init__(self, int scode, int dcode, const int64_t[:, ::1] nodes,
-                 const int64_t[:, ::1] checked, const float[::1] sscale, bint sscale_masked,
-                 bint has_sscale, const float[::1] dinv, bint dscale_masked, bint has_dscale,
-                 float szp, bint has_szp, float dzp, bint has_dzp, float beta, bint has_sum,
-                 float adj, int split, const int64_t[::1] soff, const int64_t[::1] koff,
-                 const int64_t[::1] coff, const int64_t[:, ::1] acoord, const int64_t[::1] ckdims,
-                 const int64_t[::1] b, bint nt=False):
-        Convert.__init__(self, scode, dcode, nodes, checked, sscale, sscale_masked, has_sscale,
-                         dinv, dscale_masked, has_dscale, szp, has_szp, dzp, has_dzp, beta,
-                         has_sum, adj, split)
+                 const int64_t[:, ::1] checked, Arith arith not None, int split,
+                 const int64_t[::1] soff, const int64_t[::1] koff, const int64_t[::1] coff,
+                 const int64_t[:, ::1] acoord, const int64_t[::1] ckdims, const int64_t[::1] b,
+                 bint nt):
+        Convert.__init__(self, scode, dcode, nodes, checked, arith, split)
         cdef int k
         n = soff.shape[0]
         if n == 0 or n % 16 or koff.shape[0] != n or coff.shape[0] != n \
@@ -849,6 +919,7 @@ cdef class ConvertTile(Convert):
         if self.p.ext[self.p.n - 1] != 1:
             raise ValueError("tile nodes must end with a dummy node of extent 1")
         self.keep = (self.keep, soff, koff, coff, acoord)
+        self.nt = nt
         self.T.nt = nt
         self.T.ngroups = n // 16
         self.T.soff = &soff[0]
@@ -863,24 +934,21 @@ cdef class ConvertTile(Convert):
 
 
 cdef class ConvertW4i16o4i(Convert):
-    """int8 weights kernel for `4i16o4i` destinations (see the weights section).
+    """int8 weights kernel for `4i16o4i` destinations (see the weights section). It has no
+    streaming stores.
 
     nodes  -- outer nodes (7 columns), then a dummy node of extent 1
     w      -- (S, o row stride, o lane weight, o scale stride, o comp stride, o checked dim or
               -1, i checked dim or -1)
     """
     def __init__(self, int scode, int dcode, const int64_t[:, ::1] nodes,
-                 const int64_t[:, ::1] checked, const float[::1] sscale, bint sscale_masked,
-                 bint has_sscale, const float[::1] dinv, bint dscale_masked, bint has_dscale,
-                 float szp, bint has_szp, float dzp, bint has_dzp, float beta, bint has_sum,
-                 float adj, int split, const int64_t[::1] w):
-        Convert.__init__(self, scode, dcode, nodes, checked, sscale, sscale_masked, has_sscale,
-                         dinv, dscale_masked, has_dscale, szp, has_szp, dzp, has_dzp, beta,
-                         has_sum, adj, split)
+                 const int64_t[:, ::1] checked, Arith arith not None, int split,
+                 const int64_t[::1] w):
+        Convert.__init__(self, scode, dcode, nodes, checked, arith, split)
         cdef int q, j, i
         cdef int64_t nat, v, e
-        if dcode not in (4, 5) or has_szp or has_dzp or has_sum or w.shape[0] != 7 \
-                or not 1 <= w[0] <= 12 or self.p.ext[self.p.n - 1] != 1:
+        if dcode not in (4, 5) or arith.c.has_szp or arith.c.has_dzp or arith.c.has_sum \
+                or w.shape[0] != 7 or not 1 <= w[0] <= 12 or self.p.ext[self.p.n - 1] != 1:
             raise ValueError("the 4i16o4i kernel takes s8/u8 weights, scales only, 1..12 "
                              "spatial points, and outer nodes ending with a dummy node")
         self.W.S, self.W.so, self.W.ow, self.W.ks, self.W.cs = w[0], w[1], w[2], w[3], w[4]

@@ -20,6 +20,7 @@
 #define REORDER_CONVERT_SIMD_H
 #include <stdint.h>
 #include <string.h>
+#include "_cpu.h"
 
 typedef struct {
     float szp, dzp, beta, adj;
@@ -551,10 +552,9 @@ rq_w_body_##SN##_##DN(const void* src_, void* dst_, const rq_w_t* k, const rq_ma
 }                                                                                               \
 RQ_TGT_VBMI static void rq_w_##SN##_##DN(const void* src, void* dst, const rq_w_t* k,            \
                                          const rq_math_t* m) {                                  \
-    /* FULL (all 16 i valid): plain loads. Masked loads, even with an all-ones mask, cost    \
-       Zen 4 two thirds more per block, so they are kept for the last, padded I block.       \
-       quantize()'s case (3x3, per-o scales alone) gets a fully unrolled copy with the flags  \
-       as constants (7% faster than testing them). */                                         \
+    /* FULL (all 16 i valid): plain loads, masked ones only for the last, padded I block;  \
+       quantize()'s case (3x3, per-o scales alone) gets an unrolled copy with constant flags  \
+       (docs/int8.md has the measurements). */                                                \
     if (k->nvi == 16 && k->S == 9 && m->has_sscale && !m->has_dscale && !m->has_adj)            \
         rq_w_body_##SN##_##DN(src, dst, k, m, 9, 1, 1, 0, 0);                                   \
     else if (k->nvi == 16)                                                                      \
@@ -589,22 +589,10 @@ static const rq_w_fn rq_ws[7][2] = {
     {rq_w_bf16_s8, rq_w_bf16_u8}, {rq_w_s8_s8, rq_w_s8_u8}, {rq_w_u8_s8, rq_w_u8_u8},
     {rq_w_s32_s8, rq_w_s32_u8}};
 
-static int rq_simd_ok = -1, rq_bf16_ok = -1, rq_vbmi_ok = -1;
-static inline int rq_have_avx512(void) {
-    if (rq_simd_ok < 0) {
-        __builtin_cpu_init();
-        rq_simd_ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
-                     && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-        rq_bf16_ok = rq_simd_ok && __builtin_cpu_supports("avx512bf16");
-        rq_vbmi_ok = rq_simd_ok && __builtin_cpu_supports("avx512vbmi")
-                     && __builtin_cpu_supports("avx512vnni");
-    }
-    return rq_simd_ok;
-}
 #else
 #define RQ_X86 0
-static inline int rq_have_avx512(void) { return 0; }
 #endif
+static inline int rq_have_avx512(void) { return reorder_cpu.avx512_conv; }
 
 /* 1: SIMD tiles (hardware bf16 when present); 2: SIMD with the emulated bf16; 0: portable
    loops only. Tests switch between them to compare every path with the reference. */
@@ -613,7 +601,7 @@ static int rq_simd_enabled = 1;
 static inline rq_block_fn rq_block_kernel(int scode, int dcode) {
 #if RQ_X86
     if (rq_simd_enabled && rq_have_avx512() && scode >= 0 && scode < 7 && dcode >= 0 && dcode < 7) {
-        if (dcode == 3 && rq_bf16_ok && rq_simd_enabled != 2)
+        if (dcode == 3 && reorder_cpu.avx512_bf16 && rq_simd_enabled != 2)
             return rq_blocks_bf16hw[scode];
         return rq_blocks[scode][dcode];
     }
@@ -624,7 +612,7 @@ static inline rq_block_fn rq_block_kernel(int scode, int dcode) {
 static inline int rq_simd_available(void) { return rq_have_avx512(); }
 static inline rq_w_fn rq_w_kernel(int scode, int dcode) {
 #if RQ_X86
-    if (rq_simd_enabled && rq_have_avx512() && rq_vbmi_ok && scode >= 0 && scode < 7
+    if (rq_simd_enabled && reorder_cpu.avx512_int8w && scode >= 0 && scode < 7
             && (dcode == 4 || dcode == 5))
         return rq_ws[scode][dcode - 4];
 #endif

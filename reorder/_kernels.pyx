@@ -19,7 +19,7 @@ from cython.parallel cimport prange
 import numpy as np
 
 from reorder._omp cimport (REORDER_OPENMP, REORDER_OPENMP_VERSION, REORDER_BUILD_FLAGS,
-                           omp_get_max_threads, omp_get_num_procs)
+                           omp_get_max_threads, omp_get_num_procs, reorder_omp_library)
 
 OPENMP = bool(REORDER_OPENMP)
 OPENMP_VERSION = REORDER_OPENMP_VERSION
@@ -32,6 +32,11 @@ def omp_max_threads():
 
 def omp_num_procs():
     return omp_get_num_procs()
+
+
+def omp_library():
+    """Path of the OpenMP runtime library the kernels call, or "" (serial build, unknown)."""
+    return reorder_omp_library().decode("utf-8", "surrogateescape")
 
 
 def environ_value(str name):
@@ -64,6 +69,24 @@ ctypedef fused word_t:
     uint16_t
     uint32_t
     uint64_t
+
+cdef extern from "_cpu.h" nogil:
+    ctypedef struct reorder_cpu_t:
+        int avx2, avx512, avx512_conv, avx512_bf16, avx512_int8w
+    reorder_cpu_t reorder_cpu
+    void reorder_cpu_detect()
+
+# before anything can run a kernel
+reorder_cpu_detect()
+
+
+def cpu_features():
+    """The CPU features the SIMD paths use, as detected once at import (_cpu.h)."""
+    return {"avx2": bool(reorder_cpu.avx2), "avx512f": bool(reorder_cpu.avx512),
+            "avx512 f+bw+vl+dq": bool(reorder_cpu.avx512_conv),
+            "avx512 bf16": bool(reorder_cpu.avx512_bf16),
+            "avx512 vbmi+vnni": bool(reorder_cpu.avx512_int8w)}
+
 
 cdef extern from "_simd.h" nogil:
     ctypedef struct rows_t:
@@ -123,8 +146,8 @@ def simd_paths():
     return [p for p, ok in (("avx512", reorder_have_avx512()), ("avx2", reorder_have_avx2())) if ok]
 
 
-# 16x16 AVX-512 transposes where available (faster than 8x8 AVX2 ones even on AMD Zen 4,
-# which splits 512-bit shuffles: 50.6 vs 42.8 GB/s in cache, docs/kernels.md), else AVX2.
+# 16x16 AVX-512 transposes where available, even on CPUs that split 512-bit shuffles
+# (docs/kernels.md), else AVX2.
 DEFAULT_TILE_BITS = 512 if reorder_have_avx512() else 256
 reorder_tile_bits = DEFAULT_TILE_BITS
 
@@ -239,7 +262,8 @@ cdef class Transpose:
     cdef NodeList p
     cdef TileA A
     cdef TileB B
-    cdef int itemsize, nt
+    cdef int itemsize
+    cdef readonly bint nt       # streaming stores, as the plan decided
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
                  const int64_t[::1] a, const int64_t[::1] b, bint nt):
@@ -362,7 +386,8 @@ cdef class Walker:
     """
     cdef NodeList p
     cdef Rows R
-    cdef int itemsize, nt
+    cdef int itemsize
+    cdef readonly bint nt       # streaming stores, as the plan decided
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
                  const int64_t[::1] rows, bint nt):

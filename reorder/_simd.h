@@ -1,7 +1,7 @@
 /* Tile transposes and copies for the reorder kernels, with run-time CPU dispatch.
  *
- * The wide paths are compiled with __attribute__((target(...))) and chosen once with
- * __builtin_cpu_supports, so the extension builds and runs on any x86-64 or ARM machine
+ * The wide paths are compiled with __attribute__((target(...))) and chosen by the features
+ * _cpu.h detects once, so the extension builds and runs on any x86-64 or ARM machine
  * without -march=native. Every path writes exactly the same bytes.
  *
  * tile_tN(src, A, na, dst, rows, b0, nbv, nbw, nt) moves an A x B tile:
@@ -17,6 +17,7 @@
 #define REORDER_SIMD_H
 #include <stdint.h>
 #include <string.h>
+#include "_cpu.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define REORDER_X86 1
@@ -148,8 +149,7 @@ static void tile_avx512_u32(const uint32_t* src, const arows_t* A, int64_t na, u
 }
 
 /* ---- AVX2: 8x8 f32 register transposes, the SIMD path for CPUs without AVX-512 ---------
- * Stores are always cached: a 32-byte streaming store fills half a line, and the other half
- * comes from another tile much later, which measured 5 GB/s against 47 for cached stores. */
+ * Stores are always cached: a 32-byte streaming store fills only half a line (docs/kernels.md). */
 __attribute__((target("avx2")))
 static inline void tr8x8(__m256 r[8]) {
     __m256 t[8], u[8];
@@ -230,28 +230,12 @@ static void copy_nt_avx512(void* dst, const void* src, int64_t nbytes) {
     memcpy(d, s, (size_t)nbytes);
 }
 
-static int reorder_have_avx512(void) {
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512f") ? 1 : 0;
-    }
-    return cached;
-}
-static int reorder_have_avx2(void) {
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") ? 1 : 0;
-    }
-    return cached;
-}
 static inline void reorder_sfence(void) { _mm_sfence(); }
 #else
-static int reorder_have_avx512(void) { return 0; }
-static int reorder_have_avx2(void) { return 0; }
 static inline void reorder_sfence(void) {}
 #endif
+static inline int reorder_have_avx512(void) { return reorder_cpu.avx512; }
+static inline int reorder_have_avx2(void) { return reorder_cpu.avx2; }
 
 /* ---- dispatch -------------------------------------------------------------------------- */
 static int reorder_simd_disabled = 0;   /* set from Python to test the portable path */

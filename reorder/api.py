@@ -1,4 +1,5 @@
 """Front ends: `reorder()`, `plan()` and `quantize()`. Everything goes through the planner."""
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -9,7 +10,7 @@ from .attrs import _comp_kinds, _mask_text, make_attrs
 from .desc import Desc, _fmt
 from .dtypes import dtype_of_numpy, as_dtype
 from .errors import ReorderError
-from .planner import cached_plan, _bind_source
+from .plan_cache import cached_plan
 
 __all__ = ["reorder", "plan", "quantize", "Quantized", "as_array"]
 
@@ -35,12 +36,21 @@ def as_array(x):
     return arr
 
 
-def _src_desc(x, src, dims, dtype):
-    """Descriptor of the source array and the array bound to it."""
+def _check_desc_args(src, dims, src_dtype):
+    """dims= and src_dtype= beside a source Desc must say what it says."""
+    if dims is not None and tuple(dims) != src.dims:
+        raise ReorderError(f"dims={_fmt(dims)} disagrees with the source descriptor {src!r}")
+    if src_dtype is not None and as_dtype(src_dtype) != src.dtype:
+        raise ReorderError(f"src_dtype={as_dtype(src_dtype).name} disagrees with the source "
+                           f"descriptor {src!r}")
+
+
+def _src_desc(x, src, dims, src_dtype):
+    """Descriptor of the source array, and the array the plan binds to it."""
     if isinstance(src, Desc):
-        if dims is not None and tuple(dims) != src.dims:
-            raise ReorderError(f"dims={_fmt(dims)} disagrees with the source descriptor {src!r}")
-        return src, _bind_source(x, src)
+        _check_desc_args(src, dims, src_dtype)
+        return src, (x if src_dtype is None else _read_as(x, _dtype_for(x, src_dtype)))
+    dtype = _dtype_for(x, src_dtype)
     x = _read_as(x, dtype)
     if x.ndim == 1 and dims is not None and (len(dims) > 1 or Desc(dims, dtype, src).is_blocked):
         # a flat buffer holding a (usually blocked) layout
@@ -129,7 +139,7 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
     attrs = _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask, src_zero_point,
                    dst_zero_point, sum_beta)
     if attrs is not None:
-        sdesc, arr = _src_desc(arr, src, dims, _dtype_for(arr, src_dtype))
+        sdesc, arr = _src_desc(arr, src, dims, src_dtype)
         p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype), None, attrs)
         return p(arr, out=out, threads=threads)
     if isinstance(src, str) and isinstance(dst, str) and src_dtype is None:
@@ -138,17 +148,19 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
                dtype)
         p = _lookup(_BY_KEY, key)
         if p is None:
-            sdesc, arr = _src_desc(arr, src, dims, _dtype_for(arr, None))
+            sdesc, arr = _src_desc(arr, src, dims, None)
             p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype))
             _remember(_BY_KEY, key, p, _BY_KEY_MAX)
         return p(arr, out=out, threads=threads)
-    sdesc, arr = _src_desc(arr, src, dims, _dtype_for(arr, src_dtype))
+    sdesc, arr = _src_desc(arr, src, dims, src_dtype)
     p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype))
     return p(arr, out=out, threads=threads)
 
 
 # Call signature -> what calls with it share (reorder(): the plan; quantize(): _QuantizePrep),
-# so a repeated call skips building descriptors. Bounded, oldest out first.
+# so a repeated call skips building descriptors. Bounded, oldest out first. Lookups are single
+# dict reads; insertions and evictions hold the lock, so threads never evict the same entry.
+_CACHE_LOCK = threading.Lock()
 _BY_KEY = {}
 _BY_KEY_MAX = 256
 _QUANTIZE = {}
@@ -169,24 +181,29 @@ def _remember(cache, key, value, limit):
     if key is None:
         return
     try:
-        cache[key] = value
+        hash(key)
     except TypeError:
         return
-    if len(cache) > limit:
-        cache.pop(next(iter(cache)))
+    with _CACHE_LOCK:
+        cache[key] = value
+        while len(cache) > limit:
+            del cache[next(iter(cache))]
 
 
-def plan(src, dst, *, dims=None, src_dtype="f32", threads=None, dtype=None, src_scales=None,
+def plan(src, dst, *, dims=None, src_dtype=None, threads=None, dtype=None, src_scales=None,
          src_scale_mask=None, dst_scales=None, dst_scale_mask=None, src_zero_point=None,
          dst_zero_point=None, sum_beta=None):
-    """A cached `Plan` from `src` to `dst` (Descs, or tags with `dims=` and `src_dtype=`).
-    Apply it as `plan(x, out=None)`; `plan.explain()` says what it will do. `dtype=` and the
-    scale / zero-point / sum keywords are those of reorder(); scales are part of the cache key
-    by value."""
-    if not isinstance(src, Desc):
+    """A cached `Plan` from `src` to `dst` (Descs, or tags with `dims=` and `src_dtype=`, which
+    defaults to f32). With a source Desc, `dims=` and `src_dtype=` may be given but must agree
+    with it, as in reorder(). Apply the plan as `plan(x, out=None)`; `plan.explain()` says what
+    it will do. `dtype=` and the scale / zero-point / sum keywords are those of reorder();
+    scales are part of the cache key by value."""
+    if isinstance(src, Desc):
+        _check_desc_args(src, dims, src_dtype)
+    else:
         if dims is None:
             raise ReorderError("plan() with a tag source needs dims=")
-        src = Desc(dims, src_dtype, src)
+        src = Desc(dims, "f32" if src_dtype is None else src_dtype, src)
     attrs = _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask, src_zero_point,
                    dst_zero_point, sum_beta)
     return cached_plan(src, _dst_desc(src, dst, dtype), threads, attrs)
@@ -257,16 +274,18 @@ class _QuantizePrep(NamedTuple):
     ncomp: int
 
 
-def quantize(w, src, dst, *, scales=1.0, scale_mask=None, compensation=None, comp_mask=None,
-             scale_adjust=1.0, dims=None, src_dtype=None, threads=None, out=None):
+def quantize(w, src, dst, *, src_scales=None, src_scale_mask=None, compensation=None,
+             comp_mask=None, scale_adjust=1.0, dims=None, src_dtype=None, threads=None, out=None,
+             scales=None, scale_mask=None):
     """Quantize weights `w` to s8 in layout `dst`, with optional int8 compensation.
 
-    q = saturate_round(scale_adjust * scales[x] * w[x])   (f32 arithmetic; oneDNN's src scale)
+    q = saturate_round(scale_adjust * src_scales[x] * w[x])   (f32 arithmetic; oneDNN's src
+    scale, spelled as in reorder())
 
     w             array in layout `src` (f32, f64, bf16, f16, s8, ...; as for reorder())
     src, dst      tags or Descs; a dst tag makes an s8 Desc over w's dims
-    scales        multiplier: one number, or values per the dims of `scale_mask`
-    scale_mask    bits of the dims the scales vary along; default 0 for one number, else
+    src_scales    multiplier: one number (default 1), or values per the dims of src_scale_mask
+    src_scale_mask  bits of the dims the scales vary along; default 0 for one number, else
                   comp_mask (or 1, the output channels, without compensation)
     compensation  None, "s8s8" (-128 * sum q), "zp" (-sum q) or ("s8s8", "zp"); sums run over
                   the unmasked dims of the stored s8 values, padded entries are 0
@@ -278,6 +297,15 @@ def quantize(w, src, dst, *, scales=1.0, scale_mask=None, compensation=None, com
 
     Returns a `Quantized` (.data, .compensation, .zp_compensation, .desc, .to_onednn_buffer()).
     """
+    if scales is not None:
+        if src_scales is not None:
+            raise ReorderError("give the scales once: src_scales= or scales=")
+        src_scales = scales
+    if scale_mask is not None:
+        if src_scale_mask is not None:
+            raise ReorderError("give the scale mask once: src_scale_mask= or scale_mask=")
+        src_scale_mask = scale_mask
+    scales, scale_mask = (1.0 if src_scales is None else src_scales), src_scale_mask
     arr = as_array(w)
     key = _quantize_key(arr, src, dst, scales, scale_mask, compensation, comp_mask,
                         scale_adjust, dims, src_dtype, threads)
@@ -287,7 +315,8 @@ def quantize(w, src, dst, *, scales=1.0, scale_mask=None, compensation=None, com
                      scale_adjust, dims, src_dtype, threads)
         _remember(_QUANTIZE, key, q, _QUANTIZE_MAX)
     p = q.plan
-    arr, out = p.bind(_read_as(arr, p.src.dtype), out)
+    # src_dtype= says how to read the bytes; otherwise the array's dtype must fit the plan's
+    arr, out = p.bind(arr if src_dtype is None else _read_as(arr, p.src.dtype), out)
     s8s8 = np.zeros(q.ncomp, np.int32) if q.s8s8 else None
     zp = np.zeros(q.ncomp, np.int32) if q.zp else None
     acc = data_address(zp if q.zp else s8s8)       # the sums land in one, then become both
@@ -316,7 +345,7 @@ def _quantize_key(arr, src, dst, scales, scale_mask, compensation, comp_mask, sc
 def _prepare(arr, src, dst, scales, scale_mask, comp, comp_mask, scale_adjust, dims, src_dtype,
              threads):
     """What every call with one quantize() signature shares; validates everything."""
-    sdesc, arr = _src_desc(arr, src, dims, _dtype_for(arr, src_dtype))
+    sdesc, arr = _src_desc(arr, src, dims, src_dtype)
     if isinstance(dst, Desc):
         if dst.dims != sdesc.dims:
             raise ReorderError(f"dst descriptor dims {_fmt(dst.dims)} differ from the source's "

@@ -1,21 +1,18 @@
-"""The planner's conversion kernel: how a reorder with a type conversion, scales, zero
+"""The conversion kernel adapter: how a reorder with a type conversion, scales, zero
 points, sum or compensation is cut for the runners of `_convert.pyx` (the int8 `4i16o4i`
 weight kernel, 16-lane tiles with register transposes, or a strided walk). The planner
-registers it ahead of the move kernels.
+lists it ahead of the move kernels.
 """
 import math
 
 import numpy as np
 
 from . import _convert
-from .planner import NT_MIN_BYTES, Kernel, Node
+from .problem import Kernel, Node
 
 __all__ = ["ConversionKernel"]
 
 CODES = _convert.CODES
-
-# ---------------------------------------------------------------------------------------------
-# the planner's conversion kernel
 
 # The tile path takes at most this many destination-contiguous lanes per outer position.
 TILE_MAX_LANES = 4096
@@ -137,19 +134,21 @@ class ConversionKernel(Kernel):
     def is_usable_for(self, prob):
         return prob.attrs is not None
 
-    def prepare(self, prob):
+    def prepare(self, prob, stream_min_bytes):
         a = prob.attrs
-        one = np.ones(1, np.float32)
         sscale = a.src_scale_values()
         dscale = a.dst_scale_values()
-        dinv = one if dscale is None else np.float32(1) / dscale     # f32 reciprocal, like jit
-        common = (
-            one if sscale is None else np.ascontiguousarray(sscale),
-            bool(sscale is not None and a.src_mask), sscale is not None,
-            np.ascontiguousarray(dinv, dtype=np.float32), bool(dscale is not None and a.dst_mask),
-            dscale is not None,
-            float(a.src_zp or 0), a.src_zp is not None, float(a.dst_zp or 0), a.dst_zp is not None,
-            float(a.sum_beta or 0.0), a.sum_beta is not None, float(a.scale_adjust))
+        arith = _convert.Arith(
+            src_scales=None if sscale is None else np.ascontiguousarray(sscale, dtype=np.float32),
+            src_scale_masked=bool(a.src_mask),
+            # f32 reciprocal, like oneDNN's jit
+            dst_inv_scales=None if dscale is None else np.ascontiguousarray(
+                np.float32(1) / dscale, dtype=np.float32),
+            dst_scale_masked=bool(a.dst_mask),
+            src_zp=None if a.src_zp is None else float(a.src_zp),
+            dst_zp=None if a.dst_zp is None else float(a.dst_zp),
+            beta=None if a.sum_beta is None else float(a.sum_beta),
+            adj=float(a.scale_adjust))
         codes = (CODES[prob.src.dtype.name], CODES[prob.dst.dtype.name])
         checked = np.array(prob.checked, dtype=np.int64).reshape(-1, 3)
         empty = not (prob.nodes and prob.nodes[0].extent)
@@ -157,13 +156,13 @@ class ConversionKernel(Kernel):
         w = None if empty else _w4i16o4i_layout(prob, layout)
         if w is not None:
             onodes, oq, params = w
-            return _convert.ConvertW4i16o4i(*codes, _outer_rows(onodes, oq), checked, *common,
+            return _convert.ConvertW4i16o4i(*codes, _outer_rows(onodes, oq), checked, arith,
                                             _split_node(onodes, oq),
                                             np.array(params, dtype=np.int64))
         if layout is None:
             rows = [tuple(nd) + tuple(q) for nd, q in zip(prob.nodes, prob.qstrides)]
             nodes = np.array(rows, dtype=np.int64).reshape(-1, 7)
-            return _convert.Convert(*codes, nodes, checked, *common,
+            return _convert.Convert(*codes, nodes, checked, arith,
                                     _split_node(prob.nodes, prob.qstrides))
         chain, ib, outer, blk_dims = layout
         onodes = [prob.nodes[i] for i in outer]
@@ -172,10 +171,8 @@ class ConversionKernel(Kernel):
         soff, koff, coff, acoord = _lane_tables(prob, chain, blk_dims)
         b = prob.nodes[ib]
         bvec = np.array([b.extent, b.ds, b.weight, b.dim], dtype=np.int64)
-        # streaming stores pay once dst outgrows the cache (the move kernels' threshold)
-        nt = prob.dst.nelems * prob.dst.dtype.itemsize >= NT_MIN_BYTES
-        runner = _convert.ConvertTile(*codes, nodes, checked, *common,
-                                      _split_node(onodes, oq), soff, koff, coff, acoord,
-                                      np.array(blk_dims, dtype=np.int64), bvec, nt)
-        return runner
-
+        # the tile streams whole 64-byte lines of 16-bit outputs only
+        nt = prob.dst.dtype.itemsize == 2 and prob.dst_bytes >= stream_min_bytes
+        return _convert.ConvertTile(*codes, nodes, checked, arith, _split_node(onodes, oq),
+                                    soff, koff, coff, acoord, np.array(blk_dims, dtype=np.int64),
+                                    bvec, nt)

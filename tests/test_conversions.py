@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder import _convert, planner
+from reorder import _convert
+from reorder.plan_cache import cached_plan
 import quant_reference as qr
 
 try:
@@ -630,7 +631,6 @@ def test_bad_quantize(kw, exc, msg):
 def test_compensation_needs_s8():
     with pytest.raises(ValueError, match="quantize\\(\\) writes s8, but the dst descriptor is u8"):
         ro.quantize(W, "oihw", ro.Desc(W.shape, "u8", "OIhw4i16o4i"), compensation="s8s8")
-    from reorder.planner import cached_plan
     from reorder.attrs import make_attrs
     with pytest.raises(ValueError, match="compensation s8s8 needs an s8 destination, but dst is u8"):
         cached_plan(ro.Desc(W.shape, "f32", "oihw"), ro.Desc(W.shape, "u8", "OIhw4i16o4i"), None,
@@ -651,28 +651,40 @@ def test_dst_desc_disagreements():
 
 @pytest.mark.parametrize("stream", [False, True], ids=["cached-stores", "streaming-stores"])
 @pytest.mark.parametrize("ddt", ["f16", "bf16"])
-def test_half_rows_at_one_stride(ddt, stream, simd, monkeypatch):
+def test_half_rows_at_one_stride(ddt, stream, simd):
     """The 16-bit tile path has its own loop for 16 full rows at one stride (nChw16c from
     nchw): odd and even counts of 16-column chunks with and without a remainder, channel
     strides other than h*w (views), offset sources, and rows that are not at one stride
-    (OIhw4i4o), all against the reference."""
-    monkeypatch.setattr(planner, "NT_MIN_BYTES", 0 if stream else 1 << 62)
-    planner.cached_plan.cache_clear()
+    (OIhw4i4o), all against the reference, with the plan's streaming threshold at 0 (every
+    destination streams) and at 2**62 (none does)."""
+    threshold = 0 if stream else 1 << 62
     rng = np.random.default_rng(11)
-    try:
-        for hw in [(1, 16), (7, 16), (4, 8), (5, 16), (3, 19), (2, 40), (1, 15)]:
-            dims = (2, 32) + hw
-            check(values_for("f32", math.prod(dims), rng), dims, "abcd", "aBcd16b", "f32", ddt)
-        x = rng.standard_normal((2, 64, 5, 16)).astype(np.float32)
-        for view in [x[:, ::2], x[:, 16:48], x[1:, :, 1:4]]:
-            got = ro.reorder(view, "nchw", "nChw16c", dtype=ddt)
-            n, c, h, w = view.shape
-            exp = qr.from_f32(view, ddt).reshape(n, c // 16, 16, h, w).transpose(0, 1, 3, 4, 2)
-            np.testing.assert_array_equal(bits(got), bits(exp))
-        dims = (8, 8, 4, 9)
-        check(values_for("f32", math.prod(dims), rng), dims, "abcd", "ABcd4b4a", "f32", ddt)
-    finally:
-        planner.cached_plan.cache_clear()
+
+    def run(x, sdesc, dims, dtag):
+        p = cached_plan(sdesc, ro.Desc(dims, ddt, dtag), stream_min_bytes=threshold)
+        assert p.kernel == "convert" and type(p.runners[0]).__name__ == "ConvertTile", p.explain()
+        assert p.runners[0].nt == stream
+        got = p(x)
+        assert got.shape == p.dst.physical_shape
+        return got
+
+    for hw in [(1, 16), (7, 16), (4, 8), (5, 16), (3, 19), (2, 40), (1, 15)]:
+        dims = (2, 32) + hw
+        src = values_for("f32", math.prod(dims), rng)
+        got = run(src, ro.Desc(dims, "f32", "abcd"), dims, "aBcd16b")
+        exp, _, _ = qr.ref_reorder(src, dims, "abcd", "aBcd16b", "f32", ddt)
+        np.testing.assert_array_equal(bits(got).reshape(-1), bits(exp))
+    x = rng.standard_normal((2, 64, 5, 16)).astype(np.float32)
+    for view in [x[:, ::2], x[:, 16:48], x[1:, :, 1:4]]:
+        got = run(view, ro.Desc.of(view), view.shape, "aBcd16b")
+        n, c, h, w = view.shape
+        exp = qr.from_f32(view, ddt).reshape(n, c // 16, 16, h, w).transpose(0, 1, 3, 4, 2)
+        np.testing.assert_array_equal(bits(got), bits(exp))
+    dims = (8, 8, 4, 9)
+    src = values_for("f32", math.prod(dims), rng)
+    got = run(src, ro.Desc(dims, "f32", "abcd"), dims, "ABcd4b4a")
+    exp, _, _ = qr.ref_reorder(src, dims, "abcd", "ABcd4b4a", "f32", ddt)
+    np.testing.assert_array_equal(bits(got).reshape(-1), bits(exp))
 
 
 @pytest.mark.parametrize("ddt", ["f16", "bf16"])
@@ -691,3 +703,21 @@ def test_streaming_stores_large_half_outputs(ddt, simd):
     one = ro.reorder(x, "nchw", "nChw16c", dtype=ddt, threads=1, src_scales=0.5)
     two = ro.reorder(x, "nchw", "nChw16c", dtype=ddt, threads=2, src_scales=0.5)
     np.testing.assert_array_equal(bits(one), bits(two))
+
+
+def test_tile_scratch_allocation_failure_raises_memory_error():
+    """The tile runner's scratch comes from malloc; when that fails (simulated: it cannot be
+    produced on purpose) the call raises MemoryError instead of returning an output that was
+    never written. The next call, with memory back, is right."""
+    x = np.random.default_rng(4).standard_normal((2, 35, 5, 19)).astype(np.float32)
+    p = ro.plan(ro.Desc.of(x), ro.Desc(x.shape, "bf16", "aBcd16b"))
+    assert type(p.runners[0]).__name__ == "ConvertTile", p.explain()
+    _convert.set_alloc_failure(True)
+    try:
+        for threads in (1, 2):
+            with pytest.raises(MemoryError, match="conversion tile scratch"):
+                p(x, threads=threads)
+    finally:
+        _convert.set_alloc_failure(False)
+    exp, _, _ = qr.ref_reorder(x.reshape(-1), x.shape, "abcd", "aBcd16b", "f32", "bf16")
+    np.testing.assert_array_equal(bits(p(x)).reshape(-1), bits(exp))

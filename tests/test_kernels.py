@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder import _kernels, planner
+from reorder import _kernels
+from reorder.plan_cache import cached_plan
 
 from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
 
@@ -54,11 +55,9 @@ def simd(request):
 
 
 @pytest.fixture(params=[False, True], ids=["cached-stores", "streaming-stores"])
-def streaming(request, monkeypatch):
-    monkeypatch.setattr(planner, "NT_MIN_BYTES", 0 if request.param else 1 << 62)
-    planner.cached_plan.cache_clear()
-    yield request.param
-    planner.cached_plan.cache_clear()
+def streaming(request):
+    """The plans' streaming threshold: 0 streams every destination, 2**62 none."""
+    return 0 if request.param else 1 << 62
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.float64])
@@ -66,7 +65,8 @@ def streaming(request, monkeypatch):
 def test_kernel_matches_reference(simd, streaming, stag, dtag, dims, kernel, dtype):
     rng = np.random.default_rng(1)
     x = _to_plain_src(dims, stag, dtype, rng)
-    p = ro.plan(ro.Desc(dims, np.dtype(dtype).name, stag), ro.Desc(dims, np.dtype(dtype).name, dtag))
+    p = cached_plan(ro.Desc(dims, np.dtype(dtype).name, stag), ro.Desc(dims, np.dtype(dtype).name, dtag),
+                    stream_min_bytes=streaming)
     assert kernel is None or p.kernel == kernel, p.explain()
     src_phys = ro.Desc(dims, np.dtype(dtype).name, stag).physical_shape
     x = x.reshape(src_phys)
@@ -148,3 +148,40 @@ def test_plan_empty_zero_size_and_other_types(dtype):
         assert out.shape == p.dst.physical_shape and out.flags.c_contiguous
         assert out.dtype == np.dtype(p.dst.dtype.storage)
         assert out.__array_interface__["data"][0] % 64 == 0
+
+
+def _proc_cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None
+
+
+def test_cpu_features_detected_once_at_import_and_strictly():
+    """Both extensions hold final CPU features as soon as they are imported (no kernel has
+    run yet), the same in both, and each equals what the kernel reports in /proc/cpuinfo,
+    with a SIMD feature set counted only when every extension it is compiled for is there."""
+    import subprocess
+    import sys
+    code = ("from reorder import _kernels, _convert\n"
+            "print(repr((_kernels.cpu_features(), _convert.cpu_features())))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    kernels, convert = eval(out)
+    assert kernels == convert
+    flags = _proc_cpu_flags()
+    if flags is None or not {"sse2"} & flags:
+        pytest.skip("no x86 /proc/cpuinfo flags to compare with")
+    has = lambda *names: all(n in flags for n in names)
+    conv = has("avx512f", "avx512bw", "avx512vl", "avx512dq")
+    assert kernels == {"avx2": has("avx2"), "avx512f": has("avx512f"),
+                       "avx512 f+bw+vl+dq": conv,
+                       "avx512 bf16": conv and has("avx512_bf16"),
+                       "avx512 vbmi+vnni": conv and has("avx512vbmi", "avx512_vnni")}
+    from reorder import _convert as cv
+    assert cv.simd_available() == conv
+    assert ("avx512" in _kernels.simd_paths()) == has("avx512f")

@@ -106,3 +106,79 @@ def test_forked_child_defaults_to_one_thread():
         "_, status = os.waitpid(pid, 0)\n"
         "raise SystemExit(os.waitstatus_to_exitcode(status))\n")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+# A child of fork() must not start an OpenMP team when the runtime cannot (GNU libgomp hangs
+# there), whichever source asked for threads. The parent starts a team first, as a training
+# script does before its DataLoader forks workers.
+_FORK_CHILD = """
+import os, signal, sys, warnings
+import numpy as np
+import reorder as ro
+try:
+    from reorder.threads import omp_fork_safe
+except ImportError:
+    omp_fork_safe = lambda: False
+{parent}
+x = np.arange(8 * 64 * 56 * 56, dtype=np.float32).reshape(8, 64, 56, 56)
+expected = x.reshape(8, 4, 16, 56, 56).transpose(0, 1, 3, 4, 2)
+ro.reorder(x, "nchw", "nChw16c", **{kw})
+pid = os.fork()
+if pid == 0:
+    signal.alarm(40)            # a hung child must not outlive the test
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        n = ro.get_num_threads() if not {kw} else None
+        ok = True
+        for _ in range(2):
+            {child}
+                y = ro.reorder(x, "nchw", "nChw16c", **{kw})
+            ok = ok and np.array_equal(y, expected)
+    runtime = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    want = 0 if omp_fork_safe() else 1
+    if not ok:
+        os._exit(3)
+    if n not in (None, 1) and not omp_fork_safe():
+        os._exit(4)
+    if len(runtime) != want:
+        os._exit(5)
+    if want and "fork" not in str(runtime[0].message):
+        os._exit(6)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+code = os.waitstatus_to_exitcode(status)
+raise SystemExit(7 if code < 0 else code)      # 7: the child died of a signal (its alarm)
+"""
+
+
+@needs_openmp
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+@pytest.mark.parametrize("source", ["set_num_threads", "threads=", "threads()", "environment"])
+def test_forked_child_runs_one_thread_whatever_asked(source, monkeypatch):
+    """Every thread source resolves to 1 in a forked child (unless the OpenMP runtime is known
+    to survive fork), with exactly one RuntimeWarning for an explicit count > 1; the child's
+    reorders finish and are right. A hang fails by the timeout."""
+    parent, kw, child = "", "{}", "if True:"
+    env = dict(os.environ)
+    env.pop("REORDER_NUM_THREADS", None)
+    if source == "set_num_threads":
+        parent = "ro.set_num_threads(2)"
+    elif source == "threads=":
+        kw = "{'threads': 2}"
+    elif source == "threads()":
+        parent, child = "ro.set_num_threads(1)", "with ro.threads(2):"
+        kw = "{}"
+    else:
+        env["REORDER_NUM_THREADS"] = "2"
+    code = _FORK_CHILD.format(parent=parent, kw=kw, child=child)
+    if source == "threads()":      # the parent's team comes from the same context manager
+        code = code.replace('ro.reorder(x, "nchw", "nChw16c", **{})\npid',
+                            'with ro.threads(2):\n    ro.reorder(x, "nchw", "nChw16c")\npid')
+    try:
+        r = subprocess.run([sys.executable, "-c", code], env=env, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the forked child hung ({source})")
+    assert r.returncode == 0, {3: "wrong result", 4: "more than one thread",
+                               5: "not exactly one RuntimeWarning",
+                               6: "the warning does not say why",
+                               7: "the child hung"}.get(r.returncode, r.returncode)

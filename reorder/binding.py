@@ -1,0 +1,69 @@
+"""Binding arrays to descriptors: the checks every front end makes before a kernel runs, and
+64-byte-aligned outputs."""
+import math
+
+import numpy as np
+
+from ._kernels import data_address
+from .desc import _fmt
+from .errors import ReorderError
+
+__all__ = ["aligned_empty", "bind_source", "check_out"]
+
+
+def aligned_empty(shape, dtype, align=64):
+    dtype = np.dtype(dtype)
+    raw = np.empty(math.prod(shape) * dtype.itemsize + align, dtype=np.uint8)
+    return np.ndarray(shape, dtype, raw, -data_address(raw) % align)
+
+
+def bind_source(x, src):
+    """Check that array `x` holds descriptor `src`; return the array whose data pointer is
+    src's logical element 0 (a view of x).
+
+    `x` is either src's physical array (its shape and strides; element 0 at its data pointer,
+    so only for an offset0 of 0) or a flat contiguous buffer that src indexes from its start
+    (offset0 included)."""
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"expected a numpy array, got {type(x).__name__}")
+    if x.dtype not in src.dtype.numpy_dtypes:
+        raise ReorderError(f"array dtype {x.dtype} does not fit descriptor dtype {src.dtype.name}")
+    if x.shape == src.physical_shape and src.offset0 == 0:
+        strides = tuple(s // x.itemsize for s in x.strides)
+        if all(s == a.stride or a.extent <= 1 for s, a in zip(strides, src.axes)):
+            return x
+    if x.ndim == 1 and x.flags.c_contiguous:
+        lo = src.offset0 + sum(min(0, (a.extent - 1) * a.stride) for a in src.axes)
+        hi = src.offset0 + sum(max(0, (a.extent - 1) * a.stride) for a in src.axes)
+        if src.span == 0 or (lo >= 0 and hi < x.size):
+            return x[src.offset0:] if src.span else x[:0]
+        raise ReorderError(f"a flat buffer of {x.size} elements cannot hold {src!r}: it needs "
+                           f"elements {lo}..{hi}")
+    if src.offset0:
+        raise ReorderError(f"array of shape {_fmt(x.shape)} and strides {x.strides} cannot hold "
+                           f"{src!r}: a descriptor with offset0={src.offset0} indexes a flat "
+                           f"buffer from its start; pass that buffer")
+    raise ReorderError(f"array of shape {_fmt(x.shape)} and strides {x.strides} does not hold "
+                       f"{src!r}; expected shape {_fmt(src.physical_shape)}, or a flat buffer")
+
+
+def check_out(out, dst, x=None):
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
+    if out.dtype not in dst.dtype.numpy_dtypes:
+        raise ReorderError(f"out has dtype {out.dtype}, but the result is {dst.dtype.name} "
+                           f"({dst.dtype.storage})")
+    if out.shape != dst.physical_shape:
+        raise ReorderError(f"out has shape {_fmt(out.shape)}, but {dst.name} of "
+                           f"{_fmt(dst.dims)} needs {_fmt(dst.physical_shape)}")
+    if not out.flags.c_contiguous:
+        raise ReorderError("out must be C-contiguous")
+    if not out.flags.writeable:
+        raise ReorderError("out is read-only")
+    if x is not None and np.may_share_memory(x, out):
+        try:
+            overlap = np.shares_memory(x, out, max_work=100000)
+        except np.exceptions.TooHardError:
+            overlap = True          # could not prove them apart: refuse rather than risk it
+        if overlap:
+            raise ReorderError("out overlaps the input array; a reorder cannot run in place")

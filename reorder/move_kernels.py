@@ -1,0 +1,157 @@
+"""The kernel adapters of pure moves (no type conversion): each decides whether its runner in
+`_kernels.pyx` fits a normalised problem, and cuts the problem into the runner's arrays.
+
+  copy       innermost node contiguous on both sides, no padding
+  transpose  A x B tiles with register transposes
+  generic    a strided walk; takes every problem
+"""
+import math
+
+import numpy as np
+
+from . import _kernels
+from .problem import Kernel
+
+__all__ = ["CopyKernel", "TransposeKernel", "GenericKernel"]
+
+# Runs shorter than this spread over too many write streams for streaming stores to pay
+# (docs/kernels.md).
+_STREAM_MIN_RUN_BYTES = 1024
+
+
+def _node_array(nodes):
+    return np.array(nodes, dtype=np.int64).reshape(-1, 5)
+
+
+def _checked_array(prob):
+    return np.array(prob.checked, dtype=np.int64).reshape(-1, 3)
+
+
+def _round_up(n, m):
+    return -(-n // m) * m
+
+
+def _walker_streams(prob, stream_min_bytes):
+    """The walker streams only whole runs contiguous on both sides, and only long ones."""
+    last = prob.nodes[-1]
+    return (prob.dst_bytes >= stream_min_bytes and last.ss == 1 and last.ds == 1
+            and last.extent * prob.itemsize >= _STREAM_MIN_RUN_BYTES)
+
+
+def _walker(prob, nt):
+    """Walker runner: the node before the run, when unchecked, becomes a row loop inside each
+    work item; rows and long runs are sliced so a static split has >= 16 items to share."""
+    nodes = list(prob.nodes)
+    row = (1, 0, 0)
+    last = nodes[-1]
+    # For short runs, loop the node that continues the run in src (nhwc -> nChw16c: the 16
+    # channel blocks of one pixel), so reads stay sequential; otherwise the node just outside.
+    ir = next((i for i in range(len(nodes) - 1) if nodes[i].dim < 0
+               and nodes[i].ss == last.extent), None) \
+        if last.ss == 1 and last.extent * prob.itemsize <= 256 else None
+    if ir is None and len(nodes) >= 3 and nodes[-2].dim < 0:
+        ir = len(nodes) - 2
+    if ir is not None and len(nodes) >= 2:
+        rn = nodes.pop(ir)
+        row = (rn.extent, rn.ss, rn.ds)
+    outer = math.prod(nd.extent for nd in nodes[:-1])
+    run = nodes[-1].extent
+    per = -(-16 // outer) if 0 < outer < 16 else 1
+    slice_, piece = row[0], max(run, 1)
+    if per > 1 and row[0] > 1:
+        slice_ = -(-row[0] // per)
+    elif per > 1 and run * prob.itemsize >= (64 << 10):
+        piece = _round_up(-(-run // per), 64 // prob.itemsize)
+    rows = np.array([row[0], row[1], row[2], slice_, piece], dtype=np.int64)
+    return _kernels.Walker(prob.itemsize, _node_array(nodes), _checked_array(prob), rows, nt)
+
+
+class CopyKernel(Kernel):
+    name = "copy"
+    why = "innermost node contiguous on both sides and no padding: parallel block copies"
+
+    def is_usable_for(self, prob):
+        last = prob.nodes[-1]
+        return last.ss == 1 and last.ds == 1 and not prob.checked
+
+    def prepare(self, prob, stream_min_bytes):
+        return _walker(prob, _walker_streams(prob, stream_min_bytes))
+
+
+class TransposeKernel(Kernel):
+    name = "transpose"
+    why = ("innermost dst node A is strided in src and another node B is src-contiguous: "
+           "A x B tiles moved with register transposes, padding written inside the tile")
+
+    @staticmethod
+    def _pick(prob):
+        """(B, B's src continuation or None, A's dst continuation or None) as node indices,
+        or None if the kernel does not apply."""
+        nodes = prob.nodes
+        if len(nodes) < 2:
+            return None
+        last = len(nodes) - 1
+        a = nodes[last]
+        if a.ds != 1 or a.ss == 1:
+            return None
+        ib = next((i for i in range(last - 1, -1, -1) if nodes[i].ss == 1), None)
+        if ib is None:
+            return None
+        b = nodes[ib]
+        if b.ds < a.extent or (b.dim >= 0 and b.dim == a.dim):
+            return None
+        # a node continuing B in src makes longer, full tiles (hw then i16 in OIhw16i16o)
+        ic = next((i for i in range(last) if i != ib and nodes[i].ss == b.extent
+                   and nodes[i].ds >= a.extent and b.dim < 0
+                   and (nodes[i].dim < 0 or nodes[i].dim != a.dim)), None)
+        # a short A continued in dst makes taller tiles (i4 then o16 in OIhw4i16o4i)
+        checked_b = nodes[ic].dim if ic is not None and nodes[ic].dim >= 0 else b.dim
+        ia = next((i for i in range(last) if i not in (ib, ic) and nodes[i].ds == a.extent
+                   and (nodes[i].dim < 0 or nodes[i].dim not in (a.dim, checked_b))), None) \
+            if a.extent < 16 else None
+        height = a.extent * (nodes[ia].extent if ia is not None else 1)
+        width = b.extent * (nodes[ic].extent if ic is not None else 1)
+        if height < 4 or width < 4:
+            return None
+        return ib, ic, ia
+
+    def is_usable_for(self, prob):
+        return self._pick(prob) is not None
+
+    def prepare(self, prob, stream_min_bytes):
+        ib, ic, ia = self._pick(prob)
+        b = prob.nodes[ib]
+        c = prob.nodes[ic] if ic is not None else None
+        rest = [nd for i, nd in enumerate(prob.nodes) if i not in (ib, ic, ia)]
+        nodes = _node_array(rest)
+        n = b.extent * (c.extent if c else 1)
+        step = math.lcm(16, b.extent) if c else 16      # slices keep whole inner rows
+        outer = math.prod(nd.extent for nd in rest[:-1])
+        # enough (outer, B-slice) work items for a static split to balance 2+ threads
+        per = -(-16 // outer) if outer < 16 else 1
+        slice_ = n if per == 1 else min(n, max(step, _round_up(-(-n // per), step)))
+        limits = {d: (v, pad) for d, v, pad in prob.checked}
+        checked_node = c if c is not None and c.dim >= 0 else b
+        valid, alloc = limits.get(checked_node.dim, (0, 0))
+        rows = (b.extent, b.ds, c.ds) if c else (0, b.ds, 0)
+        bvec = np.array([n, checked_node.weight, valid, alloc, checked_node.dim, slice_, *rows],
+                        dtype=np.int64)
+        if ia is None:
+            avec = np.array([0, 0, 1, 0, 0, -1], dtype=np.int64)
+        else:
+            ha = prob.nodes[ia]
+            hv, hp = limits.get(ha.dim, (0, 0))
+            avec = np.array([ha.extent, ha.ss, ha.weight, hv, hp, ha.dim], dtype=np.int64)
+        return _kernels.Transpose(prob.itemsize, nodes, _checked_array(prob), avec, bvec,
+                                  prob.dst_bytes >= stream_min_bytes)
+
+
+class GenericKernel(Kernel):
+    name = "generic"
+    why = "strided loop nest over the normalised nodes; handles every pair"
+
+    def is_usable_for(self, prob):
+        return True
+
+    def prepare(self, prob, stream_min_bytes):
+        return _walker(prob, _walker_streams(prob, stream_min_bytes))

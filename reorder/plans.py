@@ -1,0 +1,140 @@
+"""`Plan`: an immutable recipe for moving data from one descriptor to another, built once
+(the kernel chosen, its runner prepared) and applied to arrays many times."""
+import numpy as np
+
+from .threads import resolve
+from ._kernels import data_address
+from .binding import aligned_empty, bind_source, check_out
+from .desc import _bytes, _fmt
+from .errors import ReorderError
+from .planner import plan_steps
+from .problem import PARALLEL_MIN_BYTES, STREAM_MIN_BYTES
+from .tags import ABC
+
+__all__ = ["Plan"]
+
+
+class Plan:
+    """An immutable, cached recipe for moving data from `src` to `dst`.
+
+    plan(x, out=None)   run it on array x (laid out as `src`); returns out or a new array
+    plan.empty()        a 64-byte-aligned output array of dst's physical shape
+    plan.explain()      which kernel, why, the nodes, threads and bytes moved
+    plan.kernel         the kernel name ('transpose', 'convert', 'generic+convert', ...)
+
+    `stream_min_bytes`: destinations of at least this many bytes are written with streaming
+    (non-temporal) stores where the kernel has them.
+    """
+
+    def __init__(self, src, dst, threads=None, attrs=None, stream_min_bytes=STREAM_MIN_BYTES):
+        self.src, self.dst, self.threads, self.attrs = src, dst, threads, attrs
+        self.stream_min_bytes = stream_min_bytes
+        # `sum` adds beta * the old destination, which the caller must pass as out=
+        self._reads_dst = attrs is not None and attrs.sum_beta is not None
+        self.steps, self.via = plan_steps(src, dst, attrs, stream_min_bytes)
+        # everything a call needs, computed once; an offset descriptor never takes the fast
+        # path (its element 0 is not an array's first element)
+        self._in_shape = src.physical_shape if src.offset0 == 0 else None
+        self._in_strides = tuple(s * src.dtype.itemsize for s in src.physical_strides)
+        self._in_dtypes = src.dtype.numpy_dtypes
+        self._out_shape = dst.physical_shape
+        self._storage = dst.dtype.storage
+        self._out_dtypes = dst.dtype.numpy_dtypes
+        self._runners = tuple(st.runner for st in self.steps)
+        self.moved_bytes = sum(st.problem.moved_bytes for st in self.steps)
+        self._small = self.moved_bytes < PARALLEL_MIN_BYTES
+
+    def __setattr__(self, name, value):
+        if name in self.__dict__:
+            raise AttributeError("Plan is immutable")
+        object.__setattr__(self, name, value)
+
+    @property
+    def kernel(self):
+        return "+".join(st.kernel.name for st in self.steps)
+
+    @property
+    def runners(self):
+        """The prepared runners, one per step (their type names the runner; `nt` says whether
+        it streams its stores)."""
+        return self._runners
+
+    def nthreads(self, threads=None):
+        """Threads a call would use: 1 for small tensors (no thread team is started). An
+        explicit count is validated even then."""
+        if threads is None:
+            threads = self.threads
+            if self._small and threads is None:
+                return 1
+        n = resolve(threads)
+        return 1 if self._small else n
+
+    def empty(self):
+        """A zero-copy-friendly output: C-contiguous, dst's physical shape, 64-byte aligned."""
+        return aligned_empty(self._out_shape, self._storage)
+
+    def __call__(self, x, out=None, threads=None):
+        x, out = self.bind(x, out)
+        self.execute(x, out, self.nthreads(threads))
+        return out
+
+    def bind(self, x, out=None):
+        """`x` as a view whose data pointer is src's element 0, and a checked output (a new
+        one for None); raises with the reason when either does not fit. The fast tests come
+        first: a repeated call passes them without building anything."""
+        if not (type(x) is np.ndarray and x.shape == self._in_shape and x.dtype in self._in_dtypes
+                and (x.strides == self._in_strides or x.size <= 1)):
+            x = bind_source(x, self.src)
+        if out is None:
+            if self._reads_dst:
+                raise ReorderError(f"this plan adds {self.attrs.sum_beta} * the old destination "
+                                   f"(sum); pass that destination as out=")
+            out = self.empty()
+        elif not (type(out) is np.ndarray and out.shape == self._out_shape and out.dtype in self._out_dtypes
+                  and out.flags.c_contiguous and out.flags.writeable
+                  and not np.may_share_memory(x, out)):
+            check_out(out, self.dst, x)     # raises with the reason (or finds no real overlap)
+        return x, out
+
+    def execute(self, x, out, nthreads, acc=0):
+        """Run the steps on a source bound to self.src and a checked output; `acc`: address
+        of the int32 compensation sums the conversion step adds to (0: none)."""
+        src, dst = data_address(x), data_address(out)
+        last = (nthreads, acc) if acc else (nthreads,)
+        if self.via is None:
+            self._runners[0].run(src, dst, *last)
+        else:
+            tmp = aligned_empty(self.via.physical_shape, self.via.dtype.storage)
+            mid = data_address(tmp)
+            self._runners[0].run(src, mid, nthreads)
+            self._runners[1].run(mid, dst, *last)
+
+    def __repr__(self):
+        return (f"Plan({self.src.name} -> {self.dst.name}, {_fmt(self.src.dims)} {self.src.dtype.name}, "
+                f"kernel={self.kernel}, threads={self.nthreads()}, "
+                f"{_bytes(self.src.nbytes)} -> {_bytes(self.dst.nbytes)})")
+
+    def explain(self):
+        lines = [repr(self), f"  src: {self.src!r}", f"  dst: {self.dst!r}"]
+        if self.via is not None:
+            lines.append(f"  the blockings do not nest, so the data goes through {self.via!r}")
+        for st in self.steps:
+            prob, kernel = st.problem, st.kernel
+            lines.append(f"  kernel {kernel.name}: {kernel.why}")
+            if prob.itemsize != prob.src.dtype.itemsize:
+                lines.append(f"  runs of {prob.itemsize} B are contiguous on both sides and move "
+                             f"as single elements (strides below count them)")
+            if prob.attrs is not None:
+                lines.append(f"  conversion: {prob.attrs.describe(prob.src, prob.dst)}")
+            if st.runner.nt:
+                lines.append(f"  streaming stores (destination of {_bytes(prob.dst_bytes)}, "
+                             f">= {_bytes(self.stream_min_bytes)})")
+            lines.append("  nodes, outermost first (extent, src stride, dst stride [, dim/weight]):")
+            for nd in prob.nodes:
+                tail = f", {ABC[nd.dim]}/{nd.weight}" if nd.dim >= 0 else ""
+                lines.append(f"    {nd.extent:>8} {nd.ss:>10} {nd.ds:>10}{tail}")
+            for d, n, pad in prob.checked:
+                lines.append(f"  dim {ABC[d]}: {n} valid, zeros up to {pad}")
+        lines.append(f"  threads: {self.nthreads()} (tensors under {_bytes(PARALLEL_MIN_BYTES)} "
+                     f"run on one); bytes moved: {_bytes(self.moved_bytes)}")
+        return "\n".join(lines)

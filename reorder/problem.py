@@ -1,0 +1,60 @@
+"""What the planner hands a kernel: loop nodes, the normalised problem, the kernel interface,
+and the size thresholds the plans decide with. A leaf: it imports nothing from the package,
+so every kernel adapter and the planner can share it without import cycles.
+"""
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+# Below this many bytes moved a thread team costs more than it saves.
+PARALLEL_MIN_BYTES = 1 << 18
+# Default output size from which streaming (non-temporal) stores are used: past the caches
+# they win, in cache they lose (docs/kernels.md has the measurements). A plan takes it as a
+# parameter, so it can be changed per plan.
+STREAM_MIN_BYTES = 2 << 20
+
+
+class Node(NamedTuple):
+    extent: int
+    ss: int          # src stride, elements
+    ds: int          # dst stride, elements
+    dim: int         # logical dim, or -1 when no bounds check is needed
+    weight: int      # logical step along `dim`
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A normalised reorder: what the kernels see."""
+    src: object                  # the source Desc
+    dst: object                  # the destination Desc
+    nodes: tuple                 # of Node, outermost first
+    checked: tuple               # of (dim, logical size, dst padded size)
+    itemsize: int                # bytes per element the kernel moves (a whole run when widened)
+    attrs: object = None         # conversion attributes (reorder.attrs.Attrs), or None
+    qstrides: tuple = ()         # with attrs: per node (scale index stride, comp index stride)
+
+    @property
+    def moved_bytes(self):
+        """src bytes read + dst bytes written (padding included on dst)."""
+        logical = math.prod(self.src.dims)
+        return logical * self.src.dtype.itemsize + self.dst.nelems * self.dst.dtype.itemsize
+
+    @property
+    def dst_bytes(self):
+        return self.dst.nelems * self.dst.dtype.itemsize
+
+
+class Kernel:
+    """A kernel adapter: decides whether its Cython runner fits a problem and builds it."""
+    name = ""
+    why = ""
+
+    def is_usable_for(self, prob):
+        """True if this kernel can run `prob` (a normalised Problem)."""
+        raise NotImplementedError
+
+    def prepare(self, prob, stream_min_bytes):
+        """The kernel's runner for this problem, built once per plan: an object with
+        run(src_addr, dst_addr, nthreads) and `nt` (whether it streams its stores).
+        `stream_min_bytes`: the plan's threshold for streaming stores."""
+        raise NotImplementedError

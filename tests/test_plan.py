@@ -1,0 +1,145 @@
+"""Plans as objects: binding arrays (offset descriptors on every path), plan() and reorder()
+agreeing on their arguments, and the plan caches under concurrent Python threads."""
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import reorder as ro
+
+from reference import ref_physical_shape, ref_reorder
+
+
+# --- a descriptor with an offset ---------------------------------------------------------------
+
+def test_offset_descriptor_reads_from_its_offset_on_every_path():
+    """Desc((4,), strides=(4,), offset0=2) over arange(16) is [2, 6, 10, 14]: through
+    reorder() and through a plan, first call and repeated call."""
+    buf = np.arange(16, dtype=np.float32)
+    d = ro.Desc((4,), "f32", strides=(4,), offset0=2)
+    want = np.array([2, 6, 10, 14], np.float32)
+    p = ro.plan(d, ro.Desc((4,), "f32", "a"))
+    for _ in range(2):
+        np.testing.assert_array_equal(p(buf), want)
+        np.testing.assert_array_equal(ro.reorder(buf, d, "a"), want)
+    d2 = ro.Desc((2, 3), "f32", strides=(1, 4), offset0=5)   # 2-D, transposed, offset
+    buf2 = np.arange(20, dtype=np.float32)
+    want2 = np.array([[buf2[5 + i + 4 * j] for j in range(3)] for i in range(2)], np.float32)
+    np.testing.assert_array_equal(ro.plan(d2, ro.Desc((2, 3), "f32", "ab"))(buf2), want2)
+    np.testing.assert_array_equal(ro.reorder(buf2, d2, "ab"), want2)
+
+
+def test_offset_descriptor_never_takes_an_array_as_already_offset():
+    """An array whose shape and strides match such a descriptor has no room for the offset:
+    the view's own element 0 is not the descriptor's element 0. Each path must refuse it,
+    not read the view from its start (it gave [0, 4, 8, 12] through a plan's fast path)."""
+    buf = np.arange(16, dtype=np.float32)
+    view = buf[::4]                                 # shape (4,), stride 4 elements
+    d = ro.Desc((4,), "f32", strides=(4,), offset0=2)
+    p = ro.plan(d, ro.Desc((4,), "f32", "a"))
+    for call in (lambda: p(view), lambda: ro.reorder(view, d, "a"), lambda: p(view)):
+        with pytest.raises(ro.ReorderError, match="offset0=2"):
+            call()
+    assert np.array_equal(buf, np.arange(16, dtype=np.float32))    # input untouched
+
+
+def test_offset_views_through_tags_give_the_views_values():
+    """Views that start inside a buffer (numpy's own offset) give the view's values on the
+    first and the repeated (cached) call, for plain and blocked destinations."""
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal((3, 40, 9, 11)).astype(np.float32)
+    for view in (base[1:, 3:20, 2:, 1:], base[:, ::-3, 1:, ::-2], base[2:3, 5:6]):
+        dims = view.shape
+        flat = np.ascontiguousarray(view).reshape(-1)
+        want = ref_reorder(flat, dims, "abcd", "aBcd16b").reshape(ref_physical_shape(dims, "aBcd16b"))
+        for _ in range(2):
+            got = ro.reorder(view, "nchw", "nChw16c")
+            assert got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+        p = ro.plan(ro.Desc.of(view), ro.Desc(dims, "f32", "aBcd16b"))
+        np.testing.assert_array_equal(p(view), want)
+
+
+# --- plan() and reorder() agree --------------------------------------------------------------
+
+def test_plan_with_a_descriptor_checks_dims_and_src_dtype_like_reorder():
+    d = ro.Desc((2, 17, 3, 3), "f32", "nchw")
+    x = np.zeros(d.physical_shape, np.float32)
+    with pytest.raises(ro.ReorderError, match="dims=2x16x3x3 disagrees with the source descriptor"):
+        ro.reorder(x, d, "nChw16c", dims=(2, 16, 3, 3))
+    with pytest.raises(ro.ReorderError, match="dims=2x16x3x3 disagrees with the source descriptor"):
+        ro.plan(d, "nChw16c", dims=(2, 16, 3, 3))
+    with pytest.raises(ro.ReorderError, match="src_dtype=f16 disagrees with the source descriptor"):
+        ro.plan(d, "nChw16c", src_dtype="f16")
+    with pytest.raises(ro.ReorderError, match="src_dtype=f16 disagrees with the source descriptor"):
+        ro.reorder(x, d, "nChw16c", src_dtype="f16")
+    # agreeing values are accepted by both
+    p = ro.plan(d, "nChw16c", dims=(2, 17, 3, 3), src_dtype="f32")
+    assert p.dst.dims == (2, 17, 3, 3)
+    assert ro.reorder(x, d, "nChw16c", dims=(2, 17, 3, 3), src_dtype="f32").shape == (2, 2, 3, 3, 16)
+
+
+def test_plan_with_tags_keeps_its_f32_default():
+    assert ro.plan("nchw", "nChw16c", dims=(1, 3, 2, 2)).src.dtype.name == "f32"
+    assert ro.plan("nchw", "nChw16c", dims=(1, 3, 2, 2), src_dtype="s8").src.dtype.name == "s8"
+
+
+def test_quantize_takes_reorders_spelling_of_scales():
+    """quantize() documents src_scales / src_scale_mask (reorder's names); the older
+    scales / scale_mask keep working and give the same bytes; both at once is an error."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((20, 7, 3, 3)).astype(np.float32)
+    s = rng.uniform(10, 60, 20).astype(np.float32)
+    a = ro.quantize(w, "oihw", "OIhw4i16o4i", src_scales=s, src_scale_mask=1, compensation="s8s8")
+    b = ro.quantize(w, "oihw", "OIhw4i16o4i", scales=s, scale_mask=1, compensation="s8s8")
+    np.testing.assert_array_equal(a.data, b.data)
+    np.testing.assert_array_equal(a.compensation, b.compensation)
+    # independent check of one value: o=3, i=2, h=1, w=0 sits at O block 0, I block 0
+    q = np.clip(np.rint(np.float32(s[3]) * w[3, 2, 1, 0]), -128, 127)
+    assert a.data[0, 0, 1, 0, 0, 3, 2] == q
+    with pytest.raises(ro.ReorderError, match="src_scales= or scales="):
+        ro.quantize(w, "oihw", "OIhw4i16o4i", src_scales=s, scales=s)
+    with pytest.raises(ro.ReorderError, match="src_scale_mask= or scale_mask="):
+        ro.quantize(w, "oihw", "OIhw4i16o4i", src_scales=s, src_scale_mask=1, scale_mask=1)
+
+
+# --- caches under Python threads -------------------------------------------------------------
+
+def test_plan_caches_under_eight_python_threads():
+    """8 threads each reorder many distinct shapes at once, enough to evict from every
+    cache many times over; every result must be right and nothing may raise."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)         # switch threads as often as possible
+    errors, barrier = [], threading.Barrier(8)
+
+    def work(t):
+        rng = np.random.default_rng(t)
+        try:
+            barrier.wait()
+            for k in range(120):
+                shape = (1 + (k + t) % 5, 1 + k % 7 + 16 * (t % 2), 2 + t, 1 + k // 7)
+                x = rng.standard_normal(shape).astype(np.float32)
+                y = ro.reorder(x, "nchw", "nhwc")
+                if not np.array_equal(y, x.transpose(0, 2, 3, 1)):
+                    errors.append(("wrong", t, shape))
+                w = rng.standard_normal((16 + t, 3 + k % 5, 1, 1)).astype(np.float32)
+                q = ro.quantize(w, "oihw", "OIhw4i16o4i", src_scales=float(1 + k % 3))
+                want = np.clip(np.rint(np.float32(1 + k % 3) * w[:, :, 0, 0]), -128, 127)
+                got = q.data[:, :, 0, 0].transpose(0, 3, 1, 2, 4).reshape(
+                    q.data.shape[0] * 16, -1)[:w.shape[0], :w.shape[1]]
+                if not np.array_equal(got, want):
+                    errors.append(("wrong quantize", t, w.shape))
+        except Exception as exc:          # any exception in a thread fails the test
+            errors.append(("raised", t, repr(exc)))
+
+    try:
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(120)
+    finally:
+        sys.setswitchinterval(old)
+    assert not any(th.is_alive() for th in threads), "a thread hung"
+    assert not errors, errors[:5]

@@ -694,16 +694,14 @@ def test_bfloat16_move():
     run_and_check(x, "nchw", "nhwc", x.shape, pass_dims=False)
 
 
-# --------------------------------------------------------------- oneDNN case list (optional)
+# --------------------------------------------------------------- oneDNN case list (same-type moves)
 
-_CASES_FILE = pathlib.Path(__file__).resolve().parents[2] / "shared" / "cases" / "onednn_reorder_cases.json"
+_CASES_FILE = pathlib.Path(__file__).resolve().parent / "data" / "onednn_reorder_cases.json"
 _DT = {"f32": np.float32, "s32": np.int32, "s8": np.int8, "u8": np.uint8, "f16": np.float16,
        "bf16": np.uint16, "f64": np.float64}
 
 
 def _load_cases():
-    if not _CASES_FILE.exists():
-        return []
     out = []
     for c in json.loads(_CASES_FILE.read_text()):
         if c["sdt"] != c["ddt"] or c["sdt"] not in _DT:
@@ -717,10 +715,13 @@ def _load_cases():
 ONEDNN_CASES = _load_cases()
 
 
-@pytest.mark.skipif(not _CASES_FILE.exists(), reason="../shared/cases/onednn_reorder_cases.json is absent")
-@pytest.mark.parametrize("case", ONEDNN_CASES or [None],
+def test_onednn_case_selection_is_not_empty():
+    assert len(ONEDNN_CASES) >= 20
+
+
+@pytest.mark.parametrize("case", ONEDNN_CASES,
                          ids=[f"{c['stag_abc']}-{c['dtag_abc']}-{tid(tuple(c['dims']))}-{c['sdt']}"
-                              for c in ONEDNN_CASES] or ["none"])
+                              for c in ONEDNN_CASES])
 def test_onednn_case(case):
     dims = tuple(case["dims"])
     stag, dtag = case["stag_abc"], case["dtag_abc"]

@@ -188,14 +188,23 @@ def test_no_new_attributes():
         d.something_new = 1
 
 
-def test_dims_cannot_be_mutated_in_place():
-    d = Desc((2, 3, 4, 5), np.float32, "nchw")
-    dims = d.dims
-    try:
-        dims[0] = 7
-    except (TypeError, ValueError):
-        pass
-    assert tuple(d.dims) == (2, 3, 4, 5)
+@pytest.mark.parametrize("make", [
+    lambda: Desc((2, 3, 4, 5), np.float32, "nChw16c"),
+    lambda: Desc(np.array([2, 3, 4, 5]), "f32", "nchw"),                 # numpy ints in
+    lambda: Desc.of(np.zeros((2, 3, 4, 5), np.float32)[:, ::-1]),        # from an array
+], ids=["tag", "numpy-dims", "of-array"])
+@pytest.mark.parametrize("attr", ["dims", "strides", "padded_dims", "physical_shape"])
+def test_shape_attributes_are_tuples_of_plain_ints(make, attr):
+    """A Desc hands out tuples of Python ints: a list or an array here would let a caller
+    change a descriptor (and the plan-cache key made from it) in place, and numpy ints
+    would leak into shapes and hashes. Writing into the tuple fails and changes nothing."""
+    d = make()
+    v = getattr(d, attr)
+    assert type(v) is tuple and all(type(i) is int for i in v), (attr, v)
+    h = hash(d)
+    with pytest.raises(TypeError):
+        v[0] = 7
+    assert getattr(d, attr) == v and hash(d) == h
 
 
 def test_repr():

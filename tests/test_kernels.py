@@ -27,12 +27,16 @@ CASES = [
     ("abcd", "ABcd8b16a2b", (20, 10, 3, 3), "transpose"),
     ("abcde", "aBCde4c16b4c", (2, 17, 9, 3, 3), "transpose"),
     # back to plain with both tile sides padded, on different dims
-    ("ABcd4b16a4b", "abcd", (35, 21, 3, 3), None),
-    ("ABcd16b16a", "abcd", (20, 10, 3, 3), None),
-    # whole block rows move as wide elements (64 B for f32, 32 B for f16, 16 B for s8)
-    ("acdb", "aBcd16b", (2, 32, 5, 7), None),
-    ("aBcd16b", "acdb", (2, 48, 3, 5), None),
-    ("acdb", "acBd4b", (1, 8, 5, 6), None),                   # nhwc -> the OpenCL channel image
+    ("ABcd4b16a4b", "abcd", (35, 21, 3, 3), "transpose"),
+    ("ABcd16b16a", "abcd", (20, 10, 3, 3), "transpose"),
+    # C a multiple of the block, and 2 or 3 blocks of it: each nhwc pixel's C run is whole
+    # blocks, so the move is block copies
+    ("acdb", "aBcd16b", (2, 32, 5, 7), "copy"),
+    ("aBcd16b", "acdb", (2, 48, 3, 5), "copy"),
+    ("acdb", "acBd4b", (1, 8, 5, 6), "copy"),                 # nhwc -> the OpenCL channel image
+    # 4 blocks: whole block rows move as wide elements through the transpose
+    ("acdb", "aBcd16b", (2, 64, 5, 7), None),
+    ("aBcd16b", "acdb", (2, 64, 3, 5), None),
 ]
 
 
@@ -69,8 +73,10 @@ def test_kernel_matches_reference(simd, streaming, stag, dtag, dims, kernel, dty
                     stream_min_bytes=streaming)
     assert kernel is None or p.kernel == kernel, p.explain()
     src_phys = ro.Desc(dims, np.dtype(dtype).name, stag).physical_shape
+    assert src_phys == ref_physical_shape(dims, stag)
     x = x.reshape(src_phys)
     expected = ref_reorder(x.reshape(-1), dims, stag, dtag).reshape(ref_physical_shape(dims, dtag))
+    assert p.dst.physical_shape == expected.shape
     for threads in (1, 2, 3):
         out = np.full(p.dst.physical_shape, 0x5A, dtype=np.uint8).view(x.dtype) \
             if x.dtype.itemsize == 1 else np.full(p.dst.physical_shape, np.nan, dtype=x.dtype) \
@@ -79,21 +85,37 @@ def test_kernel_matches_reference(simd, streaming, stag, dtag, dims, kernel, dty
         assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
 
 
-def test_block_rows_move_as_wide_elements():
-    p = ro.plan(ro.Desc((2, 64, 5, 7), "f32", "nhwc"), ro.Desc((2, 64, 5, 7), "f32", "nChw16c"))
-    assert p.kernel == "transpose" and "64 B" in p.explain()
+@pytest.mark.parametrize("dtype,width", [("f32", 64), ("f16", 32), ("s8", 16)])
+@pytest.mark.parametrize("stag,dtag,dims", [("nhwc", "nChw16c", (2, 64, 5, 7)),
+                                            ("nChw16c", "nhwc", (2, 64, 3, 5))])
+def test_block_rows_move_as_wide_elements(stag, dtag, dims, dtype, width):
+    """16-lane block rows that are contiguous on both sides move as one wide element (16
+    times the element size) through the transpose, and give the reference's bytes."""
+    p = ro.plan(ro.Desc(dims, dtype, stag), ro.Desc(dims, dtype, dtag))
+    assert p.kernel == "transpose" and f"runs of {width} B" in p.explain(), p.explain()
+    sabs, dabs = {"nhwc": "acdb", "nChw16c": "aBcd16b"}[stag], {"nhwc": "acdb", "nChw16c": "aBcd16b"}[dtag]
+    x = _to_plain_src(dims, sabs, np.dtype(p.src.dtype.storage), np.random.default_rng(4))
+    x = x.reshape(p.src.physical_shape)
+    got = p(x)
+    expected = ref_reorder(x.reshape(-1), dims, sabs, dabs).reshape(ref_physical_shape(dims, dabs))
+    assert got.shape == expected.shape
+    assert np.array_equal(uint_view(got), uint_view(expected))
+
+
+def test_padded_runs_do_not_move_as_wide_elements():
     padded = ro.plan(ro.Desc((2, 30, 5, 7), "f32", "nhwc"), ro.Desc((2, 30, 5, 7), "f32", "nChw16c"))
-    assert "64 B" not in padded.explain()       # a padded run cannot move as a unit
+    assert "runs of" not in padded.explain()       # a padded run cannot move as a unit
 
 
 def test_large_tile_run_is_parallel_and_identical():
-    """A tensor big enough for a thread team: every thread count gives the same bytes."""
+    """A tensor big enough for a thread team: every thread count gives the reference's bytes."""
     rng = np.random.default_rng(2)
     x = rng.standard_normal((4, 37, 60, 61)).astype(np.float32)
-    ref = ro.reorder(x, "nchw", "nChw16c", threads=1)
-    for t in (2, 3, 4):
-        assert np.array_equal(ro.reorder(x, "nchw", "nChw16c", threads=t).view(np.uint32),
-                              ref.view(np.uint32))
+    ref = ref_from_plain(x, "abcd", "aBcd16b")
+    for t in (1, 2, 3, 4):
+        got = ro.reorder(x, "nchw", "nChw16c", threads=t)
+        assert got.shape == ref.shape == (4, 3, 60, 61, 16)
+        assert np.array_equal(got.view(np.uint32), ref.view(np.uint32)), t
     p = ro.plan(ro.Desc.of(x), ro.Desc(x.shape, "f32", "nChw16c"), threads=2)
     assert p.nthreads() == (2 if _kernels.OPENMP else 1)
 
@@ -112,8 +134,11 @@ def test_incompatible_blockings_go_through_plain():
     a = ro.reorder(x, "nchw", "aBcd48b")
     p = ro.plan(ro.Desc(dims, "f32", "aBcd48b"), ro.Desc(dims, "f32", "aBcd32b"))
     assert p.via is not None and "do not nest" in p.explain()
+    assert np.array_equal(a, ref_from_plain(x, "abcd", "aBcd48b"))
     got = p(a)
-    assert np.array_equal(got, ro.reorder(x, "nchw", "aBcd32b"))
+    expected = ref_from_plain(x, "abcd", "aBcd32b")
+    assert got.shape == expected.shape == (2, 3, 3, 3, 32)
+    assert np.array_equal(got, expected)
 
 
 def test_explain_names_kernel_and_nodes():

@@ -3,8 +3,8 @@
 
 Inputs are filled as benchdnn does (§6.2), so saturation and rounding ties always occur.
 f8 cases are skipped (no f8 types here). The rows that oneDNN 3.2 got wrong are checked against
-the fixed behaviour, which is what the reference implements. The table is read from
-../shared/cases/ relative to the repository root; without it the tests skip.
+the fixed behaviour, which is what the reference implements. The table is test data kept
+beside this file (tests/data/), so the suite needs nothing outside the repository.
 """
 import json
 import math
@@ -16,9 +16,8 @@ import pytest
 import reorder as ro
 import quant_reference as qr
 
-CASES_FILE = pathlib.Path(__file__).resolve().parents[1] / ".." / "shared" / "cases" / \
-    "onednn_reorder_cases.json"
-CASES = json.loads(CASES_FILE.read_text()) if CASES_FILE.exists() else []
+CASES_FILE = pathlib.Path(__file__).resolve().parent / "data" / "onednn_reorder_cases.json"
+CASES = json.loads(CASES_FILE.read_text())
 
 
 def _ids():
@@ -104,7 +103,6 @@ def _run_case(case, threads=None):
     return got
 
 
-@pytest.mark.skipif(not CASES, reason="shared case table not found")
 @pytest.mark.parametrize("case", CASES, ids=_ids())
 def test_case(case):
     if "f8" in case["sdt"] or "f8" in case["ddt"]:
@@ -112,20 +110,35 @@ def test_case(case):
     _run_case(case)
 
 
-@pytest.mark.skipif(not CASES, reason="shared case table not found")
 def test_case_count():
-    """All non-f8 cases are covered (the table has 120, 5 of them f8)."""
-    runnable = [c for c in CASES if "f8" not in c["sdt"] + c["ddt"]]
-    assert len(runnable) == len(CASES) - sum("f8" in c["sdt"] + c["ddt"] for c in CASES)
-    assert len(runnable) >= 115
+    """The table is the full one: 120 cases, 5 of them f8 (skipped), so 115 run, 3 of them rows
+    oneDNN 3.2 got wrong. A truncated or swapped data file fails here."""
+    assert len(CASES) == 120
+    f8 = [c for c in CASES if "f8" in c["sdt"] + c["ddt"]]
+    assert len(f8) == 5
+    runnable = [c for c in CASES if c not in f8]
+    assert len(runnable) == 115
     assert sum(1 for c in runnable if "known oneDNN v3.2 bug" in c["onednn_v3_2_check"]) == 3
 
 
-@pytest.mark.skipif(not CASES, reason="shared case table not found")
+@pytest.mark.parametrize("case", CASES, ids=_ids())
+def test_case_padded_dims(case):
+    """The padded dims oneDNN reported for each case (recorded in the table) are ours, for the
+    user's spelling of the tag and for its abstract form."""
+    dims = tuple(case["dims"])
+    for tag, abc, padded, dt in ((case["stag"], case["stag_abc"], case["src_padded_dims"], case["sdt"]),
+                                 (case["dtag"], case["dtag_abc"], case["dst_padded_dims"], case["ddt"])):
+        if "f8" in dt:
+            dt = "s8"                       # padding does not depend on the element type
+        assert tuple(ro.Desc(dims, dt, tag).padded_dims) == tuple(padded), tag
+        assert tuple(ro.Desc(dims, dt, abc).padded_dims) == tuple(padded), abc
+
+
 @pytest.mark.parametrize("case", [c for c in CASES if c["oflag"]][:12],
                          ids=lambda c: f"{c['sdt']}-{c['dtag']}-{'x'.join(map(str, c['dims']))}")
 def test_case_threads_identical(case):
-    """Compensation cases give the same bytes on 1 and 2 threads (and the reference's)."""
+    """Compensation cases give the reference's bytes on 1 and on 2 threads (each run is checked
+    against the reference inside _run_case), and so the same bytes on both."""
     if "f8" in case["sdt"] or "f8" in case["ddt"]:
         pytest.skip("f8")
     a = _run_case(case, threads=1)

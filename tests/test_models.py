@@ -381,6 +381,32 @@ def test_mnn_has_no_3d_images(tmp_path):
     assert not (tmp_path / "o.safetensors").exists()
 
 
+@pytest.mark.parametrize("target", ["onednn-f32", "onednn-int8", "mace-gpu", "mnn-gpu"])
+def test_dirty_reused_buffers_and_short_writes_change_nothing(model, tmp_path, monkeypatch,
+                                                              target):
+    """Tensors are converted into reused scratch buffers, then written with pwrite: every byte
+    of the output must come from the conversion (padding included), never from what a buffer
+    held before, and a pwrite that writes only part of the data must be continued."""
+    import os
+    from reorder.models.buffers import BufferPool
+    path, _ = model
+    rules = [{"match": "grouped.weight", "dst": "abcde"}]
+    clean = tmp_path / "clean.safetensors"
+    ro.convert(path, clean, target=target, rules=rules, workers=1)
+    take, pwrite = BufferPool.take, os.pwrite
+
+    def dirty_take(self, nbytes):
+        held = take(self, nbytes)
+        np.frombuffer(held.map, np.uint8)[:] = 0xA5        # NaN-like floats, -91 as s8
+        return held
+
+    monkeypatch.setattr(BufferPool, "take", dirty_take)
+    monkeypatch.setattr(os, "pwrite", lambda fd, data, pos: pwrite(fd, data[:4099], pos))
+    dirty = tmp_path / "dirty.safetensors"
+    ro.convert(path, dirty, target=target, rules=rules)
+    assert dirty.read_bytes() == clean.read_bytes()
+
+
 def test_tvm_layout(model, tmp_path):
     path, arrays = model
     out = tmp_path / "tvm.safetensors"

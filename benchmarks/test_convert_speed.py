@@ -43,7 +43,8 @@ def model(tmp_path_factory, request):
     return path, rules, os.path.getsize(path)
 
 
-@pytest.mark.parametrize("target", ["copyfile", "onednn-f32", "onednn-int8", "mace-gpu"])
+@pytest.mark.parametrize("target", ["copyfile", "onednn-f32", "onednn-int8", "mace-gpu",
+                                    "mnn-gpu"])
 def test_convert_model(benchmark, record, model, tmp_path, target):
     path, rules, size = model
     out = tmp_path / "out.safetensors"

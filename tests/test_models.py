@@ -277,6 +277,136 @@ def test_mace_images_equal_to_image_array(model, tmp_path):
                               arrays["grouped.weight"].reshape(2, 24, 15, 1, 1).astype(npdt))
 
 
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def mnn_image_ref(kind, t, pad_i):
+    """The (height, width, 4) image MNN's OpenCL image backend builds from logical `t`, written
+    from MNN's index formulas: CONV2D_FILTER (o, i, h, w) -> pixel (x = i, y = (o/4)·H·W + h·W
+    + w), lane o%4, ROUND_UP(I, 4) wide when `pad_i`; DW_CONV2D_FILTER (1, c, h, w) -> (x = h·W
+    + w, y = c/4), lane c%4; ARGUMENT (l) -> (x = l/4, y = 0), lane l%4. Every other lane 0."""
+    if kind == "argument":
+        (n,) = t.shape
+        img = np.zeros((1, _cdiv(n, 4), 4), t.dtype)
+        for l in range(n):
+            img[0, l // 4, l % 4] = t[l]
+        return img
+    if kind == "dw_conv2d_filter":
+        m, c, h, w = t.shape
+        assert m == 1
+        img = np.zeros((_cdiv(c, 4), h * w, 4), t.dtype)
+        for ci, hi, wi in np.ndindex(c, h, w):
+            img[ci // 4, hi * w + wi, ci % 4] = t[0, ci, hi, wi]
+        return img
+    o, i, h, w = t.shape
+    img = np.zeros((_cdiv(o, 4) * h * w, _cdiv(i, 4) * 4 if pad_i else i, 4), t.dtype)
+    for oi, ii, hi, wi in np.ndindex(o, i, h, w):
+        img[(oi // 4) * h * w + hi * w + wi, ii, oi % 4] = t[oi, ii, hi, wi]
+    return img
+
+
+def test_mnn_images_equal_mnns_index_formulas(model, tmp_path):
+    path, arrays = model
+    for dt, npdt in (("f32", np.float32), ("f16", np.float16)):
+        out = tmp_path / f"mnn-{dt}.safetensors"
+        with pytest.raises(ro.ReorderError, match="grouped.weight.*mnn-gpu has no image kind"):
+            ro.convert(path, out, target="mnn-gpu", dtype=dt)
+        assert not out.exists()
+        ro.convert(path, out, target="mnn-gpu", dtype=dt,
+                   rules=[{"match": "grouped.weight", "dst": "abcde"}])
+        w = ro.load(out)
+        assert w.preset == "mnn-gpu"
+        _aligned(w)
+        # stem has I = 3: one zero column; proj has O = 30: two zero lanes in its last rows
+        for name in CONV:
+            want = mnn_image_ref("conv2d_filter", arrays[name], pad_i=True).astype(npdt)
+            got = w[name][0]
+            assert got.dtype == npdt and np.array_equal(uint_view(got), uint_view(want)), name
+            meta = w.meta(name)
+            assert meta["image_kind"] == "conv2d_filter" and meta["image_engine"] == "mnn"
+            assert meta["image_shape"] == [want.shape[1], want.shape[0]]
+            back = rocl.from_image_array(got, "conv2d_filter", arrays[name].shape, engine="mnn")
+            assert np.array_equal(back, arrays[name].astype(npdt)), name
+        dw = arrays["dw.weight"].reshape(1, 30, 3, 3)
+        assert np.array_equal(w["dw.weight"][0], mnn_image_ref("dw_conv2d_filter", dw, False)
+                              .astype(npdt))
+        # MNN's converter makes Gemm/MatMul with a constant B a 1x1 convolution of (N, K)
+        fc = arrays["fc.weight"].reshape(20, 48, 1, 1)                   # transB: stored (N, K)
+        assert np.array_equal(w["fc.weight"][0], mnn_image_ref("conv2d_filter", fc, True)
+                              .astype(npdt))
+        head = arrays["head.weight"].T.reshape(10, 20, 1, 1)             # stored (K, N)
+        assert np.array_equal(w["head.weight"][0], mnn_image_ref("conv2d_filter", head, True)
+                              .astype(npdt))
+        for name in PLAIN:
+            if w.meta(name)["role"] == "bias":
+                assert np.array_equal(w[name][0], mnn_image_ref("argument", arrays[name], False)
+                                      .astype(npdt)), name
+        assert np.array_equal(w["grouped.weight"][0],
+                              arrays["grouped.weight"].reshape(2, 24, 15, 1, 1).astype(npdt))
+
+
+def test_mnn_deconvolution_filters(tmp_path):
+    """ConvTranspose weights, stored (I, O, H, W): MNN's DeconvExecution swaps them to (O, I, H,
+    W) and packs them I wide (no zero columns); depthwise ones are DW_CONV2D_FILTER images."""
+    from safetensors.numpy import save_file
+    rng = np.random.default_rng(5)
+    arrays = {"up.weight": rng.standard_normal((7, 5, 3, 2)).astype(np.float32),
+              "dwup.weight": rng.standard_normal((6, 1, 2, 3)).astype(np.float32),
+              "gup.weight": rng.standard_normal((4, 3, 1, 1)).astype(np.float32)}
+    save_file(arrays, str(tmp_path / "d.safetensors"))
+    rules = [{"match": "up.weight", "role": "deconv"},
+             {"match": "dwup.weight", "role": "deconv", "groups": 6},
+             {"match": "gup.weight", "role": "deconv", "groups": 2}]
+    with pytest.raises(ro.ReorderError, match="gup.weight.*no image kind for grouped"):
+        ro.convert(tmp_path / "d.safetensors", tmp_path / "o.safetensors", target="mnn-gpu",
+                   rules=rules)
+    rules[2]["dst"] = "abcde"
+    ro.convert(tmp_path / "d.safetensors", tmp_path / "o.safetensors", target="mnn-gpu",
+               rules=rules)
+    w = ro.load(tmp_path / "o.safetensors")
+    oihw = arrays["up.weight"].transpose(1, 0, 2, 3)
+    assert np.array_equal(w["up.weight"][0], mnn_image_ref("conv2d_filter", oihw, pad_i=False))
+    assert w.meta("up.weight")["image_engine"] == "mace"
+    dw = arrays["dwup.weight"].reshape(1, 6, 2, 3)
+    assert np.array_equal(w["dwup.weight"][0], mnn_image_ref("dw_conv2d_filter", dw, False))
+
+
+def test_mnn_has_no_3d_images(tmp_path):
+    from safetensors.numpy import save_file
+    save_file({"c3.weight": np.ones((4, 4, 2, 2, 2), np.float32)}, str(tmp_path / "c.safetensors"))
+    with pytest.raises(ro.ReorderError, match="c3.weight.*mnn-gpu packs 2-D convolution"):
+        ro.convert(tmp_path / "c.safetensors", tmp_path / "o.safetensors", target="mnn-gpu",
+                   rules=[{"match": "*", "role": "conv"}])
+    assert not (tmp_path / "o.safetensors").exists()
+
+
+@pytest.mark.parametrize("target", ["onednn-f32", "onednn-int8", "mace-gpu", "mnn-gpu"])
+def test_dirty_reused_buffers_and_short_writes_change_nothing(model, tmp_path, monkeypatch,
+                                                              target):
+    """Tensors are converted into reused scratch buffers, then written with pwrite: every byte
+    of the output must come from the conversion (padding included), never from what a buffer
+    held before, and a pwrite that writes only part of the data must be continued."""
+    import os
+    from reorder.models.buffers import BufferPool
+    path, _ = model
+    rules = [{"match": "grouped.weight", "dst": "abcde"}]
+    clean = tmp_path / "clean.safetensors"
+    ro.convert(path, clean, target=target, rules=rules, workers=1)
+    take, pwrite = BufferPool.take, os.pwrite
+
+    def dirty_take(self, nbytes):
+        held = take(self, nbytes)
+        np.frombuffer(held.map, np.uint8)[:] = 0xA5        # NaN-like floats, -91 as s8
+        return held
+
+    monkeypatch.setattr(BufferPool, "take", dirty_take)
+    monkeypatch.setattr(os, "pwrite", lambda fd, data, pos: pwrite(fd, data[:4099], pos))
+    dirty = tmp_path / "dirty.safetensors"
+    ro.convert(path, dirty, target=target, rules=rules)
+    assert dirty.read_bytes() == clean.read_bytes()
+
+
 def test_tvm_layout(model, tmp_path):
     path, arrays = model
     out = tmp_path / "tvm.safetensors"

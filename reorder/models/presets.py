@@ -11,7 +11,7 @@ from ..tags import parse_tag
 from .errors import ConvertError
 
 ISAS = ("avx512_core_vnni", "avx512_core", "avx2_vnni", "avx2")
-PRESETS = ("onednn-f32", "onednn-int8", "mace-gpu", "tvm:LAYOUT", "plain")
+PRESETS = ("onednn-f32", "onednn-int8", "mace-gpu", "mnn-gpu", "tvm:LAYOUT", "plain")
 _ABC = "abcdefghijkl"
 
 
@@ -24,13 +24,14 @@ class Decision:
     compensation: tuple = ()      # quantize: ("s8s8",), ("zp",), both or ()
     scale_adjust: float = 1.0
     kind: str = None              # image kind
+    engine: str = "mace"          # image: whose layout of `kind` (reorder.opencl's engine=)
     stored: bool = False          # reorder the array as stored (TVM: ONNX's O, I/G, H, W)
     why: str = ""                 # the rule that chose it, for the metadata
 
 
 @dataclass(frozen=True)
 class Target:
-    name: str                     # onednn-f32, onednn-int8, mace-gpu, tvm:OIHW16i16o, plain
+    name: str                     # onednn-f32, onednn-int8, mace-gpu, mnn-gpu, tvm:..., plain
     isa: str = "avx512_core_vnni"
     activations: str = "s8"       # int8: the convolution's source type (s8 -> s8s8 compensation)
     dtype: str = None             # f32 / f16 (images); None = the preset's default
@@ -44,7 +45,7 @@ def make_target(name, isa=None, activations=None, dtype=None):
     if not isinstance(name, str):
         raise ConvertError(f"target must be a string such as 'onednn-f32', got {name!r}")
     family = name.split(":", 1)[0]
-    if family not in ("onednn-f32", "onednn-int8", "mace-gpu", "tvm", "plain"):
+    if family not in ("onednn-f32", "onednn-int8", "mace-gpu", "mnn-gpu", "tvm", "plain"):
         raise ConvertError(f"unknown target {name!r}; targets: {', '.join(PRESETS)}")
     if family == "tvm":
         layout = name[4:]
@@ -62,7 +63,7 @@ def make_target(name, isa=None, activations=None, dtype=None):
         raise ConvertError(f"activations must be s8 or u8, got {activations!r}")
     if dtype not in (None, "f32", "f16"):
         raise ConvertError(f"dtype must be f32 or f16, got {dtype!r}")
-    if dtype == "f16" and family not in ("mace-gpu", "onednn-f32", "tvm", "plain"):
+    if dtype == "f16" and family not in ("mace-gpu", "mnn-gpu", "onednn-f32", "tvm", "plain"):
         raise ConvertError(f"dtype f16 does not apply to {name!r}")
     return Target(name, isa or "avx512_core_vnni", activations or "s8", dtype)
 
@@ -84,6 +85,8 @@ def decide(target, role, view):
         return _onednn_int8(target, role, view)
     if fam == "mace-gpu":
         return _mace(target, role, view)
+    if fam == "mnn-gpu":
+        return _mnn(target, role, view)
     return _tvm(target, role, view)
 
 
@@ -181,6 +184,35 @@ def _mace(target, role, view):
         return Decision("image", dtype=dt, kind="weight_width", why="fully connected weights")
     if role.kind in ("bias", "vector"):
         return Decision("image", dtype=dt, kind="argument", why=role.kind)
+    return Decision("keep", why=f"{role.kind}: plain")
+
+
+def _mnn(target, role, view):
+    """MNN's OpenCL image backend (docs/convert.md cites the MNN sources for each line)."""
+    dt = _float_dtype(target)
+    if role.kind in ("conv", "deconv"):
+        if len(view.dims) not in (4, 5):
+            raise ConvertError("mnn-gpu packs 2-D convolution weights only")
+        if view.depthwise:
+            return Decision("image", dtype=dt, kind="dw_conv2d_filter", engine="mnn",
+                            why="depthwise" if role.kind == "conv" else "depthwise deconvolution")
+        if role.groups > 1:
+            raise ConvertError(f"mnn-gpu has no image kind for grouped weights (group "
+                               f"{role.groups}); give the tensor a rule (dst tag) instead")
+        if len(view.dims) != 4:
+            raise ConvertError("mnn-gpu packs 2-D convolution weights only")
+        if role.kind == "deconv":
+            # DeconvExecution packs the (O, I, H, W) filter without padding I: MACE's image
+            return Decision("image", dtype=dt, kind="conv2d_filter", engine="mace",
+                            why="deconvolution filter (I wide, as MNN's DeconvExecution)")
+        return Decision("image", dtype=dt, kind="conv2d_filter", engine="mnn",
+                        why="convolution filter (ROUND_UP(I, 4) wide)")
+    if role.kind == "fc":
+        # MNN's converter turns Gemm/MatMul with a constant B into a 1x1 Convolution
+        return Decision("image", dtype=dt, kind="conv2d_filter", engine="mnn",
+                        why="fully connected weights as MNN's 1x1 convolution filter")
+    if role.kind in ("bias", "vector"):
+        return Decision("image", dtype=dt, kind="argument", engine="mnn", why=role.kind)
     return Decision("keep", why=f"{role.kind}: plain")
 
 

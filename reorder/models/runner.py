@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from .. import __version__
 from . import progress as prog
+from .buffers import BufferPool
 from .errors import ConvertError
 from .presets import make_target
 from .readers import read
@@ -91,20 +92,28 @@ def _run(tasks, writer, budget, workers, bar):
     """Run tasks on `workers` threads; a task starts only when the costs of the tasks running
     fit in `budget` (or nothing else runs), so memory stays bounded."""
     ncpu = _cpus()
+    buffers = BufferPool()
     cond = threading.Condition()
     state = {"inflight": 0, "error": None}
 
     def one(task):
+        held = []
         try:
             a = task.source.load()
-            arrays = [writer.region(o) for o in task.outputs]
+            held = [buffers.take(o.nbytes) for o in task.outputs]
+            arrays = [h.array(o.dtype, o.shape) for h, o in zip(held, task.outputs)]
             task.fill(a, arrays, ncpu if task.cost > _BIG else 1)
-            del a, arrays                       # unmap input and output regions now
+            del a                               # unmap the input now
+            for o, arr in zip(task.outputs, arrays):
+                writer.write(o, arr)
+            del arrays
             bar.update(task.source.nbytes)
         except BaseException as exc:            # noqa: BLE001 - handed to the main thread
             with cond:
                 state["error"] = state["error"] or exc
         finally:
+            for h in held:
+                buffers.give(h)
             with cond:
                 state["inflight"] -= task.cost
                 cond.notify_all()
@@ -119,6 +128,7 @@ def _run(tasks, writer, budget, workers, bar):
                     break
                 state["inflight"] += task.cost
             pool.submit(one, task)
+    buffers.close()
     if state["error"] is not None:
         raise state["error"]
 

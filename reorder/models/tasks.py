@@ -265,22 +265,25 @@ def _image(src, d, v, role, sdt, base, where):
     if d.kind == "dw_conv2d_filter":                 # (G, 1, 1, H, W) -> MACE's (1, G, H, W)
         dims, layout, shape = (1, v.dims[0]) + tuple(v.dims[3:]), "bacd", \
             (v.dims[0], 1) + tuple(v.dims[3:])
-    elif d.kind == "weight_width":                   # (K, N) -> (N, K, 1, 1)
+    elif role.kind == "fc" and d.kind in ("weight_width", "conv2d_filter"):
+        # (K, N) -> (N, K, 1, 1): MACE's weight image and MNN's 1x1 convolution see it so
         k, n = v.dims
         dims = (n, k, 1, 1)
         layout, shape = ("abcd", (n, k, 1, 1)) if v.tag == "ba" else ("bacd", (k, n, 1, 1))
     elif d.kind == "argument":
         dims, layout, shape = (int(np.prod(v.dims)),), "a", (int(np.prod(v.dims)),)
     try:
-        width, height = opencl.image_shape(d.kind, dims)
+        width, height = opencl.image_shape(d.kind, dims, engine=d.engine)
     except ReorderError as exc:
         raise ConvertError(f"{where}: tensor {src.name!r} (dims {list(dims)}) cannot be a "
                            f"{d.kind} image: {exc}") from None
     dt = d.dtype or "f32"
-    kind = opencl.KINDS[d.kind]
+    kind = opencl.MNN_KINDS.get(d.kind, opencl.KINDS[d.kind]) if d.engine == "mnn" \
+        else opencl.KINDS[d.kind]
     desc = Desc(dims, dt, kind.tag)
     meta = _desc_meta(desc, src.name, "image", base)
-    meta.update(image_kind=d.kind, image_shape=[width, height], engine_name=kind.engine_name)
+    meta.update(image_kind=d.kind, image_shape=[width, height], engine_name=kind.engine_name,
+                image_engine=d.engine)
     out = _out(src.name, dt, (height, width, 4), meta)
 
     def fill(a, outs, threads):
@@ -288,8 +291,10 @@ def _image(src, d, v, role, sdt, base, where):
         if src.bf16:
             a = reorder(a, layout, layout, src_dtype="bf16", dtype="f32", threads=threads)
         if a.dtype == outs[0].dtype:
-            opencl.to_image_array(a, d.kind, layout=layout, out=outs[0], threads=threads)
+            opencl.to_image_array(a, d.kind, layout=layout, out=outs[0], engine=d.engine,
+                                  threads=threads)
         else:
-            packed = opencl.to_image_array(a, d.kind, layout=layout, threads=threads)
+            packed = opencl.to_image_array(a, d.kind, layout=layout, engine=d.engine,
+                                           threads=threads)
             reorder(packed, "abc", "abc", dtype=dt, out=outs[0], threads=threads)
     return Task(src, [out], fill, src.nbytes + 3 * out.nbytes)

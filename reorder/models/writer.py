@@ -1,5 +1,5 @@
 """Writing the output file safely: a temporary name beside the destination, space reserved up
-front, each tensor written into its own mapped region as it finishes, renamed at the end.
+front, each tensor written at its offset (pwrite) as it finishes, renamed at the end.
 Any failure removes the temporary file, so no half-written output is ever left behind."""
 import errno
 import json
@@ -36,8 +36,8 @@ def _disk_error(dst, exc, what):
 
 
 class Writer:
-    """with Writer(dst, outputs, metadata) as w: w.region(output) -> writable array; the file
-    appears under `dst` only when the block ends without an exception."""
+    """with Writer(dst, outputs, metadata) as w: w.write(output, array); the file appears
+    under `dst` only when the block ends without an exception."""
 
     def __init__(self, dst, outputs, metadata, force=False):
         self.dst = os.path.abspath(dst)
@@ -60,9 +60,9 @@ class Writer:
         self.file = os.fdopen(fd, "r+b")
         try:
             if self.size:
-                # reserve the space now: a full disk fails here, not as a fault in a mapping
+                # reserve the space now: a full disk fails here, before any tensor is converted
                 reserve(self.file.fileno(), self.size)
-            os.pwrite(self.file.fileno(), self.head, 0)
+            pwrite_all(self.file.fileno(), self.head, 0)
         except OSError as exc:
             self._discard()
             raise _disk_error(self.dst, exc, f"reserving {self.size} bytes") from None
@@ -71,12 +71,13 @@ class Writer:
             raise
         return self
 
-    def region(self, out):
-        """The writable array of `out` inside the file (memory-mapped)."""
-        start = len(self.head) + self.offsets[out.name]
-        if out.nbytes == 0:
-            return np.zeros(out.shape, out.dtype)
-        return np.memmap(self.file, dtype=out.dtype, mode="r+", offset=start, shape=out.shape)
+    def write(self, out, array):
+        """Write the C-contiguous `array` as the data of `out` (at its aligned offset)."""
+        data = memoryview(np.ascontiguousarray(array)).cast("B")
+        if data.nbytes != out.nbytes:
+            raise ConvertError(f"{self.dst}: tensor {out.name!r} has {data.nbytes} bytes, "
+                               f"expected {out.nbytes}")
+        pwrite_all(self.file.fileno(), data, len(self.head) + self.offsets[out.name])
 
     def __exit__(self, etype, exc, tb):
         if etype is not None:
@@ -108,8 +109,16 @@ class Writer:
                 os.unlink(self.tmp)
 
 
+def pwrite_all(fd, data, pos):
+    """pwrite() until every byte is written (a write may be short)."""
+    data = memoryview(data).cast("B")
+    while data:
+        n = os.pwrite(fd, data, pos)
+        data, pos = data[n:], pos + n
+
+
 def reserve(fd, size):
-    """Allocate `size` bytes of disk for fd (ENOSPC here, before anything is mapped)."""
+    """Allocate `size` bytes of disk for fd (ENOSPC here, before anything is converted)."""
     if hasattr(os, "posix_fallocate"):
         os.posix_fallocate(fd, 0, size)
     else:                                            # no fallocate: write the zeros
@@ -117,5 +126,5 @@ def reserve(fd, size):
         pos = 0
         while pos < size:
             n = min(len(chunk), size - pos)
-            os.pwrite(fd, chunk[:n], pos)
+            pwrite_all(fd, chunk[:n], pos)
             pos += n

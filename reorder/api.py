@@ -8,6 +8,7 @@ from ._kernels import data_address
 from .attrs import _comp_kinds, _mask_text, make_attrs
 from .desc import Desc, _fmt
 from .dtypes import dtype_of_numpy, as_dtype
+from . import interop
 from .errors import ReorderError
 from .planner import cached_plan, _bind_source
 
@@ -15,22 +16,9 @@ __all__ = ["reorder", "plan", "quantize", "Quantized", "as_array"]
 
 
 def as_array(x):
-    """numpy view of `x` (an ndarray, anything with __array__, or a CPU __dlpack__ tensor),
-    never a copy of an ndarray."""
-    if isinstance(x, np.ndarray):
-        arr = x
-    elif x is None:
-        raise TypeError("expected an array, got None")
-    elif hasattr(x, "__dlpack__") and not hasattr(x, "__array_interface__"):
-        try:
-            arr = np.from_dlpack(x)
-        except (BufferError, RuntimeError, TypeError) as exc:
-            raise TypeError(f"cannot read {type(x).__name__} through DLPack on the CPU: {exc}") from None
-    else:
-        try:
-            arr = np.asarray(x)
-        except Exception as exc:
-            raise TypeError(f"cannot read {type(x).__name__} as an array: {exc}") from None
+    """numpy view of `x` (an ndarray, anything with __array__, or a CPU __dlpack__ tensor of
+    any dtype, bf16 and f8 included), never a copy of an ndarray."""
+    arr = interop.read(x)
     dtype_of_numpy(arr.dtype)       # TypeError for object/string arrays, ReorderError for others
     return arr
 
@@ -94,6 +82,7 @@ def _dtype_for(arr, dtype):
     return d
 
 
+@interop.returns_like_input
 def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, dtype=None,
             src_scales=None, src_scale_mask=None, dst_scales=None, dst_scale_mask=None,
             src_zero_point=None, dst_zero_point=None, sum_beta=None):

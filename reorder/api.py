@@ -19,7 +19,13 @@ def as_array(x):
     """numpy view of `x` (an ndarray, anything with __array__, or a CPU __dlpack__ tensor of
     any dtype, bf16 and f8 included), never a copy of an ndarray."""
     arr = interop.read(x)
-    dtype_of_numpy(arr.dtype)       # TypeError for object/string arrays, ReorderError for others
+    try:
+        dtype_of_numpy(arr.dtype)   # TypeError for object/string arrays, ReorderError for others
+    except TypeError:
+        if arr.dtype.type.__module__ == "ml_dtypes":      # f8 and friends from DLPack
+            raise TypeError(f"reorder() has no {arr.dtype} data type; rearrange() moves "
+                            f"{arr.dtype} tensors as bytes") from None
+        raise
     return arr
 
 

@@ -186,16 +186,27 @@ def _check_cpu(x):
                             f"type {int(kind)}, not the CPU; move it with .cpu() first")
 
 
+# (producer type, dtype) pairs numpy's from_dlpack refused: they go straight to the capsule
+# reader next time, which saves the cost of a failed import.
+_REFUSED = set()
+
+
 def _from_dlpack(x, words):
     _check_cpu(x)
-    try:
-        arr = np.from_dlpack(x)
-    except (BufferError, RuntimeError, TypeError, ValueError) as exc:
+    key = (type(x), str(getattr(x, "dtype", None)))
+    exc = None
+    if key not in _REFUSED:
         try:
-            arr, _, _ = _from_capsule(x, words)
-        except TypeError as exc2:
-            raise TypeError(f"cannot read {type(x).__name__} through DLPack on the CPU: "
-                            f"{exc2} (numpy: {exc})") from None
+            return np.from_dlpack(x)
+        except (BufferError, RuntimeError, TypeError, ValueError) as e:
+            exc = e
+    try:
+        arr, _, _ = _from_capsule(x, words)
+    except TypeError as exc2:
+        raise TypeError(f"cannot read {type(x).__name__} through DLPack on the CPU: "
+                        f"{exc2}" + (f" (numpy: {exc})" if exc else "")) from None
+    if exc is not None:
+        _REFUSED.add(key)
     return arr
 
 

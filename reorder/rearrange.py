@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 import numpy as np
 
 from .desc import Axis, Desc
-from .dtypes import dtype_of_numpy
+from .dtypes import as_dtype, dtype_of_numpy
 from .errors import ReorderError, caret
 from .interop import read_words, wrap_like
 from .planner import cached_plan
@@ -393,6 +393,10 @@ def rearrange(x: Any, pattern: str, *, pad: float = 0, dims: Optional[Sequence[i
     the same plans `reorder()` runs. Errors quote the pattern with a caret.
     """
     arr, like = read_words(x)
+    kind = arr.dtype
+    if kind not in _KNOWN:
+        # bool, complex64 and other types of 1, 2, 4 or 8 bytes move as unsigned words
+        arr = _as_words(arr)
     key = (pattern, arr.shape, arr.strides, arr.dtype, tuple(axes.items()),
            None if dims is None else tuple(dims))
     try:
@@ -420,13 +424,28 @@ def rearrange(x: Any, pattern: str, *, pad: float = 0, dims: Optional[Sequence[i
             _BY_KEY[key] = comp
             if len(_BY_KEY) > _BY_KEY_MAX:
                 _BY_KEY.pop(next(iter(_BY_KEY)))
-    return wrap_like(like, _run(comp, arr, pad, out, threads), out)
+    result = _run(comp, arr, pad, out, threads, kind)
+    return wrap_like(like, result if result.dtype == kind else result.view(kind), out)
 
 
-def _run(comp, arr, pad, out, threads):
+def _as_words(arr):
+    if arr.itemsize not in (1, 2, 4, 8) or arr.dtype.hasobject:
+        raise TypeError(f"rearrange moves elements of 1, 2, 4 or 8 bytes; got {arr.dtype}")
+    return arr.view(f"u{arr.itemsize}")
+
+
+_KNOWN = {np.dtype(t) for t in ("f4", "f8", "f2", "i1", "u1", "i2", "u2", "i4", "u4", "i8",
+                                "u8")} | {as_dtype("bf16").storage}
+
+
+def _run(comp, arr, pad, out, threads, kind):
     out_arr = None
     if out is not None:
         out_arr, _ = read_words(out, writable=True)
+        if out_arr.dtype != kind:
+            raise RearrangeError(f"out has dtype {out_arr.dtype}, but the input is {kind}")
+        if out_arr.dtype != arr.dtype:
+            out_arr = out_arr.view(arr.dtype)
         if out_arr.shape != comp.out_shape:
             raise RearrangeError(f"out has shape {out_arr.shape}, but the result is "
                                  f"{comp.out_shape}")

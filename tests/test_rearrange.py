@@ -103,7 +103,7 @@ EINOPS_CASES = [
     ("a (b c) -> (c a) b", (5, 6), {"c": 3}),
 ]
 
-DTYPES = [np.float32, np.uint8, np.float16, np.int64, ml_dtypes.bfloat16]
+DTYPES = [np.float32, np.uint8, np.float16, np.int64, ml_dtypes.bfloat16, np.bool_, np.complex64]
 
 
 def _views(x):

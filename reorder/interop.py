@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
@@ -188,7 +188,7 @@ def _check_cpu(x):
 
 # (producer type, dtype) pairs numpy's from_dlpack refused: they go straight to the capsule
 # reader next time, which saves the cost of a failed import.
-_REFUSED = set()
+_REFUSED: set = set()
 
 
 def _from_dlpack(x, words):
@@ -290,7 +290,7 @@ def wrap_like(like: Optional[Like], result: np.ndarray, out: Any = None) -> Any:
     return result
 
 
-def returns_like_input(fn):
+def returns_like_input(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Decorator for front ends taking (x, ..., out=None): numpy views in, the caller's type out."""
     @functools.wraps(fn)
     def wrapper(x, *args, out=None, **kwargs):

@@ -397,7 +397,7 @@ def rearrange(x: Any, pattern: str, *, pad: float = 0, dims: Optional[Sequence[i
     if kind not in _KNOWN:
         # bool, complex64 and other types of 1, 2, 4 or 8 bytes move as unsigned words
         arr = _as_words(arr)
-    key = (pattern, arr.shape, arr.strides, arr.dtype, tuple(axes.items()),
+    key: Optional[tuple] = (pattern, arr.shape, arr.strides, arr.dtype, tuple(axes.items()),
            None if dims is None else tuple(dims))
     try:
         comp = _BY_KEY.get(key)

@@ -113,11 +113,16 @@ def _numpy_dtype(code, bits, words):
         return np.dtype(np.bool_)
     if code == 5 and bits in (64, 128):
         return np.dtype(f"c{bits // 8}")
-    if not words:
-        if code == 4 and bits == 16:
-            return _BF16_NP if _BF16_NP is not None else np.dtype(np.uint16)
-        return _ml_dtype(dtype_name(code, bits)) if code >= 7 else None
-    if bits in (8, 16, 32, 64):
+    real = None
+    if code == 4 and bits == 16:
+        real = _BF16_NP
+    elif code >= 7:
+        real = _ml_dtype(dtype_name(code, bits))
+    if real is not None:
+        return real
+    if code == 4 and bits == 16 and not words:
+        return np.dtype(np.uint16)          # bf16 travels as words without ml_dtypes
+    if words and bits in (8, 16, 32, 64):
         return np.dtype(f"u{bits // 8}")
     return None
 
@@ -149,6 +154,8 @@ def _from_capsule(x, words):
     code, bits, lanes = t.dtype.code, t.dtype.bits, t.dtype.lanes
     name = dtype_name(code, bits, lanes)
     npd = _numpy_dtype(code, bits, words) if lanes == 1 else None
+    # words stand for a type numpy has none for (bf16 and f8 without ml_dtypes)
+    opaque = npd is not None and npd.kind == "u" and code not in (0, 1)
     if npd is None:
         raise TypeError(f"cannot read a {type(x).__name__} of dtype {name}: "
                         + ("no numpy type holds it (install ml_dtypes for bf16 and f8)"
@@ -166,7 +173,7 @@ def _from_capsule(x, words):
         strides = tuple(reversed(strides))
     base = (t.data or 0) + t.byte_offset
     if 0 in shape:
-        return np.empty(shape, npd), name, read_only
+        return np.empty(shape, npd), name, opaque
     lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
     hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + item
     buf = (ctypes.c_char * (hi - lo)).from_address(base + lo)
@@ -174,7 +181,7 @@ def _from_capsule(x, words):
     arr = np.ndarray(shape, npd, buffer=buf, offset=-lo, strides=strides)
     if read_only:
         arr.flags.writeable = False
-    return arr, name, read_only
+    return arr, name, opaque
 
 
 def _check_cpu(x):
@@ -192,22 +199,23 @@ _REFUSED: set = set()
 
 
 def _from_dlpack(x, words):
+    """(numpy view, True when the elements came as words because no numpy type holds them)."""
     _check_cpu(x)
     key = (type(x), str(getattr(x, "dtype", None)))
     exc = None
     if key not in _REFUSED:
         try:
-            return np.from_dlpack(x)
+            return np.from_dlpack(x), False
         except (BufferError, RuntimeError, TypeError, ValueError) as e:
             exc = e
     try:
-        arr, _, _ = _from_capsule(x, words)
+        arr, _, opaque = _from_capsule(x, words)
     except TypeError as exc2:
         raise TypeError(f"cannot read {type(x).__name__} through DLPack on the CPU: "
                         f"{exc2}" + (f" (numpy: {exc})" if exc else "")) from None
     if exc is not None:
         _REFUSED.add(key)
-    return arr
+    return arr, opaque
 
 
 def read(x: Any) -> np.ndarray:
@@ -218,7 +226,7 @@ def read(x: Any) -> np.ndarray:
     if x is None:
         raise TypeError("expected an array, got None")
     if hasattr(x, "__dlpack__") and not hasattr(x, "__array_interface__"):
-        return _from_dlpack(x, False)
+        return _from_dlpack(x, False)[0]
     try:
         return np.asarray(x)
     except Exception as exc:
@@ -226,32 +234,32 @@ def read(x: Any) -> np.ndarray:
 
 
 class Like:
-    """How to hand a numpy result back as the caller's array type."""
-    __slots__ = ("module", "dtype", "np_dtype")
+    """How to hand a numpy result back as the caller's array type. `opaque`: True when the
+    elements came as words because no numpy type holds them (bf16 or f8 without ml_dtypes)."""
+    __slots__ = ("module", "dtype", "np_dtype", "opaque")
 
-    def __init__(self, module, dtype, np_dtype):
+    def __init__(self, module, dtype, np_dtype, opaque=False):
         self.module, self.dtype, self.np_dtype = module, dtype, np_dtype
+        self.opaque = opaque
 
 
-def _like(x, arr):
-    root = type(x).__module__.split(".")[0]
-    return Like(root, getattr(x, "dtype", None), arr.dtype)
+def _like(x, arr, opaque=False):
+    return Like(type(x).__module__.split(".")[0], getattr(x, "dtype", None), arr.dtype, opaque)
 
 
 def read_words(x: Any, writable: bool = False) -> Tuple[np.ndarray, Optional[Like]]:
-    """(numpy view of x, how to give a result back as x's type). Dtypes numpy has no type
-    for come as unsigned words of their size: for moves that only copy elements."""
+    """(numpy view of x, how to give a result back as x's type). Dtypes with no numpy type
+    (bf16 and f8 without ml_dtypes) come as unsigned words of their size, for moves that
+    only copy elements."""
     if type(x) is np.ndarray:
         return x, None
     if x is None:
         raise TypeError("expected an array, got None")
     if hasattr(x, "__dlpack__") and not hasattr(x, "__array_interface__"):
-        arr = _from_dlpack(x, True)
-        if arr.dtype.kind == "V" or arr.dtype.type.__module__ == "ml_dtypes":
-            arr = arr.view(f"u{arr.itemsize}")
+        arr, opaque = _from_dlpack(x, True)
         if writable and not arr.flags.writeable:
             raise TypeError(f"out ({type(x).__name__}) is read-only")
-        return arr, _like(x, arr)
+        return arr, _like(x, arr, opaque)
     arr = read(x)
     return arr, (None if isinstance(x, np.ndarray) else _like(x, arr))
 

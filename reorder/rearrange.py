@@ -169,12 +169,12 @@ def _expand(side, ell):
     out = []
     for toks, pos, paren in side.groups:
         if len(toks) == 1 and toks[0].name == ELLIPSIS and not paren:
-            out += [((n,), pos) for n in ell]
+            out += [((n,), pos, False) for n in ell]
             continue
         names = []
         for t in toks:
             names += ell if t.name == ELLIPSIS else [t.name]
-        out.append((tuple(names), pos))
+        out.append((tuple(names), pos, paren))
     return out
 
 
@@ -197,12 +197,16 @@ def _compile(pattern, shape, axes, dims):
     ell = tuple(f"...{i}" for i in range(len(shape) - n_fixed)) if has_ell else ()
     lgroups, rgroups = _expand(left, ell), _expand(right, ell)
     for name in sizes:
-        if name not in {n for g, _ in lgroups for n in g}:
+        if name not in {n for g, _, _ in lgroups for n in g}:
             raise RearrangeError(f"size keyword {name}={sizes[name]} names no axis of the "
                                  f"pattern {pattern!r}")
     # sizes of the digits: given, or inferred from the input axis they split
     pad_in = []
-    for (names, pos), n in zip(lgroups, shape):
+    for (names, pos, paren), n in zip(lgroups, shape):
+        if not paren and names and names[0] in sizes and sizes[names[0]] != n:
+            # a bare axis with a size keyword states its size, as in einops; pad in a group
+            _fail(pattern, pos, f"{names[0]}={sizes[names[0]]} but the array's axis has {n}; "
+                  f"write ({names[0]}) to pad it to {sizes[names[0]]}", len(names[0]))
         unknown = [a for a in names if a not in sizes]
         known = math.prod(sizes[a] for a in names if a in sizes)
         if len(unknown) > 1:
@@ -223,14 +227,14 @@ def _compile(pattern, shape, axes, dims):
                      if names else "a unit axis"), max(1, len(" ".join(names)) + 2 * (len(names) > 1)))
         pad_in.append(known > n)
     digit_size = sizes
-    out_shape = tuple(math.prod(digit_size[a] for a in names) for names, _ in rgroups)
+    out_shape = tuple(math.prod(digit_size[a] for a in names) for names, _, _ in rgroups)
     want = out_shape
     if dims is not None:
         want = tuple(dims)
         if len(want) != len(out_shape):
             raise RearrangeError(f"dims={want} has {len(want)} entries but the output side of "
                                  f"{pattern!r} has {len(out_shape)} axes")
-        for (names, pos), full, n in zip(rgroups, out_shape, want):
+        for (names, pos, _), full, n in zip(rgroups, out_shape, want):
             if not 0 <= n <= full:
                 _fail(pattern, pos, f"dims asks for {n} here, but the group holds {full} "
                       f"positions; dims can only drop padding", max(1, len(" ".join(names))))
@@ -239,13 +243,13 @@ def _compile(pattern, shape, axes, dims):
         j = pad_in.index(True)
         _fail(pattern, lgroups[j][1], "this group pads while dims= crops the output; "
               "do one in each call")
-    order = [a for names, _ in rgroups for a in names]       # digits in output order
+    order = [a for names, _, _ in rgroups for a in names]    # digits in output order
     index = {a: i for i, a in enumerate(order)}
-    in_digits = tuple(tuple((index[a], digit_size[a]) for a in names) for names, _ in lgroups)
+    in_digits = tuple(tuple((index[a], digit_size[a]) for a in names) for names, _, _ in lgroups)
     groups = rgroups if crop else lgroups
     logical = want if crop else shape
     dim_digits = []
-    for names, _ in groups:
+    for names, _, _ in groups:
         w, ax = 1, []
         for a in reversed(names):
             # a size-1 digit adds nothing, unless it is the dim's only one
@@ -424,6 +428,9 @@ def rearrange(x: Any, pattern: str, *, pad: float = 0, dims: Optional[Sequence[i
             _BY_KEY[key] = comp
             if len(_BY_KEY) > _BY_KEY_MAX:
                 _BY_KEY.pop(next(iter(_BY_KEY)))
+    if pad != 0 and like is not None and like.opaque:
+        raise TypeError(f"pad={pad!r} for {like.dtype} elements needs a numpy type for them: "
+                        f"pip install ml_dtypes")
     result = _run(comp, arr, pad, out, threads, kind)
     return wrap_like(like, result if result.dtype == kind else result.view(kind), out)
 
@@ -469,6 +476,9 @@ def _run(comp, arr, pad, out, threads, kind):
     else:
         result = p(src, threads=threads).reshape(comp.out_shape)
     if pad != 0 and any(comp.recipe.padded):
-        value = _pad_value(pad, p.dst.dtype)
+        if kind == arr.dtype:
+            value = _pad_value(pad, p.dst.dtype)
+        else:                       # bool, complex64, f8 moved as words: pad in their type
+            value = np.array(pad).astype(kind).view(arr.dtype)
         _fill_pad(comp.recipe, result.reshape([b for _, b in comp.recipe.digits]), value)
     return result

@@ -113,8 +113,8 @@ def test_capsule_reader_on_real_producers():
     arr, _, _ = interop._from_capsule(Legacy(base[:, 1:]), False)
     assert np.array_equal(arr, base[:, 1:].numpy())
     b = base.to(torch.bfloat16)
-    words = interop._from_capsule(b, True)[0]
-    assert words.dtype == np.uint16 and np.array_equal(words, b.view(torch.int16).numpy().view(np.uint16))
+    words = interop._from_capsule(b, True)[0].view(np.uint16)
+    assert np.array_equal(words, b.view(torch.int16).numpy().view(np.uint16))
     want = words.copy()
     del b
     gc.collect()
@@ -148,3 +148,24 @@ def test_non_cpu_and_odd_inputs():
         ro.rearrange(torch.zeros(4, 4), "a b -> b a", out=frozen)
     with pytest.raises(TypeError, match="rearrange moves elements of 1, 2, 4 or 8 bytes"):
         ro.rearrange(np.zeros((2, 2), np.complex128), "a b -> b a")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn, torch.float16,
+                                   torch.bool], ids=str)
+def test_pad_value_in_the_tensor_dtype(dtype):
+    x = _t((1, 5, 1, 1), dtype)
+    y = ro.rearrange(x, "n (c c4) h w -> n c h w c4", c4=4, pad=1)
+    want = torch.ones(1, 8, 1, 1, dtype=dtype)
+    want[:, :5] = x
+    assert torch.equal(y.view(torch.uint8), want.reshape(1, 2, 4, 1, 1).permute(0, 1, 3, 4, 2)
+                       .contiguous().view(torch.uint8))
+
+
+def test_pad_without_a_numpy_type_is_refused(monkeypatch):
+    monkeypatch.setattr(interop, "_BF16_NP", None)
+    monkeypatch.setattr(interop, "_REFUSED", set())
+    x = _t((1, 5, 1, 1), torch.bfloat16)
+    with pytest.raises(TypeError, match="pad=1 for torch.bfloat16 elements needs a numpy type"):
+        ro.rearrange(x, "n (c c4) h w -> n c h w c4", c4=4, pad=1)
+    y = ro.rearrange(x, "n (c c4) h w -> n c h w c4", c4=4)        # pad 0 is all-zero bits
+    assert y.dtype == torch.bfloat16 and torch.equal(y.flatten()[:5], x.flatten())

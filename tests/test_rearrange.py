@@ -174,13 +174,15 @@ PAD_CASES = [
     ("(a b c) d -> d c a b", (10, 3), {"b": 2, "c": 3}),
     ("(a b) c -> c a b", (5, 4), {"a": 4, "b": 4}),          # pads by more than one step of a
     ("(c) h -> h c", (5, 3), {"c": 8}),
+    ("a (b c) -> c a b", (3, 5), {"c": 2}),
     ("n (c c4) -> (n c) c4", (3, 7), {"c4": 4}),
 ]
 
 
 @pytest.mark.parametrize("pattern,shape,sizes", PAD_CASES, ids=[c[0] for c in PAD_CASES])
 @pytest.mark.parametrize("pad", [0, 7, np.nan], ids=["pad0", "pad7", "padnan"])
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, ml_dtypes.bfloat16],
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, ml_dtypes.bfloat16,
+                                   ml_dtypes.float8_e4m3fn, np.complex64],
                          ids=lambda d: np.dtype(d).name)
 def test_padded_split_matches_reference(pattern, shape, sizes, pad, dtype):
     if np.dtype(dtype).kind == "i" and pad is np.nan:
@@ -256,7 +258,9 @@ ERRORS = [
     ("a (b c) -> a b c", {}, (2, 6), "2 axes of unknown size", 2),
     ("a (b c) -> a b c", {"b": 2, "c": 2}, (2, 6), "does not fit b=2 \\* c=2 = 4", 2),
     ("a (b c) -> a b c", {"c": 0}, (2, 6), "size-0 part", 2),
+    ("a b -> b a", {"a": 3}, (2, 3), "a=3 but the array's axis has 2; write \\(a\\) to pad", 0),
     ("(c c16) -> c c16", {"c16": 16}, (30,), None, None),     # fine: pads
+    ("(a) b -> b a", {"a": 3}, (2, 3), None, None),          # fine: pads a to 3
 ]
 
 

@@ -338,3 +338,40 @@ def test_cached_call_overhead_close_to_reorder():
     e = best(lambda: rearrange(x, "n (c c16) h w -> n c h w c16", c16=16, out=out))
     print(f"\ncall overhead: reorder {r * 1e6:.2f} us, rearrange {e * 1e6:.2f} us")
     assert e < r + 20e-6
+
+
+# --------------------------------------------------------------- random patterns vs einops
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@st.composite
+def _patterns(draw):
+    """A random einops pattern: each input axis split into 1-3 named digits, the digits
+    permuted and regrouped on the output side."""
+    names, left, sizes, shape = iter("abcdefghijklmnop"), [], {}, []
+    for _ in range(draw(st.integers(1, 4))):
+        digits = [next(names) for _ in range(draw(st.integers(1, 3)))]
+        ds = [draw(st.integers(1, 4)) for _ in digits]
+        shape.append(int(np.prod(ds)))
+        left.append(digits[0] if len(digits) == 1 else f"({' '.join(digits)})")
+        sizes.update({d: s for d, s in zip(digits[1:], ds[1:])})
+    flat = [n for g in left for n in g.strip("()").split()]
+    order = draw(st.permutations(flat))
+    right, i = [], 0
+    while i < len(order):
+        k = draw(st.integers(1, len(order) - i))
+        right.append(order[i] if k == 1 else f"({' '.join(order[i:i + k])})")
+        i += k
+    return f"{' '.join(left)} -> {' '.join(right)}", tuple(shape), sizes
+
+
+@settings(max_examples=150, deadline=None)
+@given(_patterns(), st.sampled_from([np.float32, np.int8, np.float16]), st.booleans())
+def test_random_patterns_equal_einops(case, dtype, transposed):
+    pattern, shape, sizes = case
+    x = _values(shape, dtype, seed=len(pattern))
+    if transposed:
+        x = np.ascontiguousarray(x.T).T
+    want = np.ascontiguousarray(einops.rearrange(x, pattern, **sizes))
+    assert _same(rearrange(x, pattern, **sizes), want), pattern

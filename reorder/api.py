@@ -93,7 +93,7 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
             src_scales=None, src_scale_mask=None, dst_scales=None, dst_scale_mask=None,
             src_zero_point=None, dst_zero_point=None, sum_beta=None):
     """Move `x` from layout `src` to layout `dst`; returns a new C-contiguous array in dst's
-    physical shape, or `out`.
+    physical shape, or `out`. A torch (or jax) tensor comes back as one, zero-copy.
 
     x       numpy array (or __array__ / CPU __dlpack__ object). For a plain tag its axes are
             the tag's memory axes (an 'nhwc' array has shape (N, H, W, C)) and any strides

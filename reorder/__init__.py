@@ -11,8 +11,11 @@ from .config import show_config
 from .desc import Desc
 from .errors import ReorderError
 from .models import convert, load
-from .tags import normalize_tag, parse_tag
+from .plans import Plan
+from .rearrange import RearrangeError, rearrange
+from .tags import Tag, normalize_tag, parse_tag
 from .threads import get_num_threads, set_num_threads, threads
 
-__all__ = ["Desc", "ReorderError", "__version__", "convert", "get_num_threads", "load", "normalize_tag", "parse_tag",
-           "plan", "Quantized", "quantize", "reorder", "set_num_threads", "show_config", "threads"]
+__all__ = ["Desc", "Plan", "RearrangeError", "ReorderError", "Tag", "__version__", "convert",
+           "get_num_threads", "load", "normalize_tag", "parse_tag", "plan", "Quantized", "quantize",
+           "rearrange", "reorder", "set_num_threads", "show_config", "threads"]

@@ -100,6 +100,12 @@ def cmd_info(args):
 
 
 def cmd_explain(args):
+    if args.png:
+        from .plot import explain_picture
+        what = explain_picture(args.tag, args.dst, args.dims, args.dtype, args.png)
+        print(f"wrote {args.png} ({what})")
+        if what == "image":
+            return
     if args.dst:
         print(make_plan(Desc(args.dims, args.dtype, args.tag), Desc(args.dims, args.dtype, args.dst),
                         threads=args.threads).explain())
@@ -126,6 +132,10 @@ def cmd_bench(args):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"reorder": __version__, "rows": rows}, f, indent=1)
+    if args.plot:
+        from .plot import plot_speed
+        plot_speed(rows, args.plot, title=f"{args.src} -> {args.dst}, {_fmt(args.dims)}")
+        print(f"wrote {args.plot}")
 
 
 def main(argv=None):
@@ -138,6 +148,8 @@ def main(argv=None):
     ex.add_argument("--dims", type=_dims, required=True)
     ex.add_argument("--dtype", default="f32")
     ex.add_argument("--threads", type=int)
+    ex.add_argument("--png", help="draw the layout(s), or an image kind's RGBA grid "
+                    "(explain channel --dims 1x6x2x3 --png c.png); needs matplotlib")
     ex.set_defaults(fn=cmd_explain)
     de = sub.add_parser("demo", help="reorder a built-in set, check it, print speeds")
     de.add_argument("--threads", type=_ints, default=[1, 2])
@@ -151,6 +163,7 @@ def main(argv=None):
     be.add_argument("--threads", type=_ints, default=[1, 2])
     be.add_argument("--repeat", type=int, default=30)
     be.add_argument("--json", help="also write the rows to this file")
+    be.add_argument("--plot", help="draw GB/s per thread count beside the copy to this PNG")
     be.add_argument("--no-check", action="store_true", help="skip the reference check (huge tensors)")
     be.set_defaults(fn=cmd_bench)
     from .models.cli import add_parser as add_convert

@@ -9,6 +9,7 @@ from ._kernels import data_address
 from .attrs import _comp_kinds, _mask_text, make_attrs
 from .desc import Desc, _fmt
 from .dtypes import dtype_of_numpy, as_dtype
+from . import interop
 from .errors import ReorderError
 from .plan_cache import cached_plan
 
@@ -16,23 +17,16 @@ __all__ = ["reorder", "plan", "quantize", "Quantized", "as_array"]
 
 
 def as_array(x):
-    """numpy view of `x` (an ndarray, anything with __array__, or a CPU __dlpack__ tensor),
-    never a copy of an ndarray."""
-    if isinstance(x, np.ndarray):
-        arr = x
-    elif x is None:
-        raise TypeError("expected an array, got None")
-    elif hasattr(x, "__dlpack__") and not hasattr(x, "__array_interface__"):
-        try:
-            arr = np.from_dlpack(x)
-        except (BufferError, RuntimeError, TypeError) as exc:
-            raise TypeError(f"cannot read {type(x).__name__} through DLPack on the CPU: {exc}") from None
-    else:
-        try:
-            arr = np.asarray(x)
-        except Exception as exc:
-            raise TypeError(f"cannot read {type(x).__name__} as an array: {exc}") from None
-    dtype_of_numpy(arr.dtype)       # TypeError for object/string arrays, ReorderError for others
+    """numpy view of `x` (an ndarray, anything with __array__, or a CPU __dlpack__ tensor of
+    any dtype, bf16 and f8 included), never a copy of an ndarray."""
+    arr = interop.read(x)
+    try:
+        dtype_of_numpy(arr.dtype)   # TypeError for object/string arrays, ReorderError for others
+    except TypeError:
+        if arr.dtype.type.__module__ == "ml_dtypes":      # f8 and friends from DLPack
+            raise TypeError(f"reorder() has no {arr.dtype} data type; rearrange() moves "
+                            f"{arr.dtype} tensors as bytes") from None
+        raise
     return arr
 
 
@@ -104,11 +98,12 @@ def _dtype_for(arr, dtype):
     return d
 
 
+@interop.returns_like_input
 def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, dtype=None,
             src_scales=None, src_scale_mask=None, dst_scales=None, dst_scale_mask=None,
             src_zero_point=None, dst_zero_point=None, sum_beta=None):
     """Move `x` from layout `src` to layout `dst`; returns a new C-contiguous array in dst's
-    physical shape, or `out`.
+    physical shape, or `out`. A torch (or jax) tensor comes back as one, zero-copy.
 
     x       numpy array (or __array__ / CPU __dlpack__ object). For a plain tag its axes are
             the tag's memory axes (an 'nhwc' array has shape (N, H, W, C)) and any strides

@@ -1,6 +1,7 @@
 """show_config(): what the kernels were built with and what they will use now."""
 import platform
 import sys
+from typing import Optional, TextIO
 
 import numpy as np
 
@@ -32,7 +33,7 @@ def _openmp_runtime():
                      for i in libs)
 
 
-def config_dict():
+def config_dict() -> dict:
     return {
         "reorder": __version__,
         "python": sys.version.split()[0],
@@ -47,7 +48,7 @@ def config_dict():
     }
 
 
-def show_config(file=None):
+def show_config(file: Optional[TextIO] = None) -> None:
     """Print the version, OpenMP build and runtime, thread count, build flags and CPU."""
     cfg = config_dict()
     width = max(map(len, cfg))

@@ -9,14 +9,16 @@ A dim blocked by 4 then 16 (`OIhw4i16o4i`, dim i) has three axes: outer (weight 
     coordinate(d) = sum(digit * weight over the axes of d)
     offset        = offset0 + sum(digit * stride over all axes)
 """
+from __future__ import annotations
+
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
-from .dtypes import as_dtype, dtype_of_numpy
+from .dtypes import DType, as_dtype, dtype_of_numpy
 from .errors import ReorderError
-from .tags import ABC, MAX_NDIMS, parse_tag, spell
+from .tags import ABC, MAX_NDIMS, Tag, parse_tag, spell
 
 
 class Axis(NamedTuple):
@@ -57,8 +59,15 @@ class Desc:
     """
 
     __slots__ = ("dims", "dtype", "axes", "offset0", "tag", "_key")
+    dims: tuple[int, ...]
+    dtype: DType
+    axes: tuple[Axis, ...]
+    offset0: int
+    tag: Optional[Tag]
 
-    def __init__(self, dims, dtype="f32", tag=None, *, strides=None, offset0=0):
+    def __init__(self, dims: Sequence[int], dtype: Union[str, DType, np.dtype, type] = "f32",
+                 tag: Union[str, Tag, None] = None, *, strides: Optional[Sequence[int]] = None,
+                 offset0: int = 0) -> None:
         dims = _check_dims(dims)
         dtype = as_dtype(dtype)
         offset0 = int(offset0)
@@ -92,7 +101,8 @@ class Desc:
         return self
 
     @classmethod
-    def of(cls, x, tag=None, dims=None, dtype=None):
+    def of(cls, x: np.ndarray, tag: Union[str, Tag, None] = None,
+           dims: Optional[Sequence[int]] = None, dtype: Any = None) -> Desc:
         """Describe numpy array `x`. Without a tag, x's axes are the logical dims. With a tag,
         x's axes are the tag's physical axes: an 'nhwc' array has shape (N, H, W, C), an
         'nChw16c' array has shape (N, C/16, H, W, 16). Any strides are allowed, and the
@@ -148,31 +158,31 @@ class Desc:
 
     # -- shape and padding --------------------------------------------------------------------
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return len(self.dims)
 
-    def blocks(self, dim):
+    def blocks(self, dim: int) -> tuple[int, ...]:
         """Inner block sizes of `dim`, outermost first (() when unblocked)."""
         return tuple(a.block for a in self.axes if a.dim == dim and a.block)
 
-    def block_size(self, dim):
+    def block_size(self, dim: int) -> int:
         return math.prod(self.blocks(dim))
 
     @property
-    def padded_dims(self):
+    def padded_dims(self) -> tuple[int, ...]:
         return tuple(-(-n // self.block_size(d)) * self.block_size(d)
                      for d, n in enumerate(self.dims))
 
     @property
-    def inner_blks(self):
+    def inner_blks(self) -> tuple[int, ...]:
         return tuple(a.block for a in self.axes if a.block)
 
     @property
-    def inner_idxs(self):
+    def inner_idxs(self) -> tuple[int, ...]:
         return tuple(a.dim for a in self.axes if a.block)
 
     @property
-    def strides(self):
+    def strides(self) -> tuple[int, ...]:
         """Stride of each logical dim's outer index, in elements (oneDNN's `strides`)."""
         out = [0] * self.ndim
         for a in self.axes:
@@ -181,52 +191,52 @@ class Desc:
         return tuple(out)
 
     @property
-    def physical_shape(self):
+    def physical_shape(self) -> tuple[int, ...]:
         """Outer dims in tag order, then the inner blocks: nChw16c of 8x30x56x56 is
         (8, 2, 56, 56, 16)."""
         return tuple(a.extent for a in self.axes)
 
     @property
-    def physical_strides(self):
+    def physical_strides(self) -> tuple[int, ...]:
         return tuple(a.stride for a in self.axes)
 
     @property
-    def nelems(self):
+    def nelems(self) -> int:
         """Element count with padding (oneDNN's nelems(with_padding=True))."""
         return math.prod(self.padded_dims)
 
     @property
-    def has_zero_dim(self):
+    def has_zero_dim(self) -> bool:
         return 0 in self.dims
 
     @property
-    def span(self):
+    def span(self) -> int:
         """Elements from the lowest to the highest address the layout touches, plus one."""
         if any(a.extent == 0 for a in self.axes):
             return 0
         return 1 + sum((a.extent - 1) * abs(a.stride) for a in self.axes)
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         return self.span * self.dtype.itemsize
 
     @property
-    def is_plain(self):
+    def is_plain(self) -> bool:
         return all(a.block == 0 for a in self.axes)
 
     @property
-    def is_blocked(self):
+    def is_blocked(self) -> bool:
         return not self.is_plain
 
     @property
-    def is_dense(self):
+    def is_dense(self) -> bool:
         """Elements, padding included, fill `span` with no gaps, overlaps or reversed axes,
         in any axis order (oneDNN's is_dense(with_padding=True))."""
         return (self.nelems == self.span and not self.has_overlap
                 and all(a.stride >= 0 for a in self.axes if a.extent > 1))
 
     @property
-    def is_c_contiguous(self):
+    def is_c_contiguous(self) -> bool:
         """Axes are laid out row-major in physical order (size-1 axes' strides are free)."""
         expect = 1
         for a in reversed(self.axes):
@@ -236,7 +246,7 @@ class Desc:
         return True
 
     @property
-    def has_overlap(self):
+    def has_overlap(self) -> bool:
         """True if two in-bounds index tuples can share an address (zero or interleaved strides)."""
         reach = 0
         for a in sorted((a for a in self.axes if a.extent > 1), key=lambda a: abs(a.stride)):
@@ -246,7 +256,7 @@ class Desc:
         return False
 
     # -- offsets ------------------------------------------------------------------------------
-    def offset(self, *idx):
+    def offset(self, *idx: Any) -> int:
         """Physical offset in elements of logical index `idx` (spec §1.4, off_v). Padded
         coordinates (dims <= i < padded_dims) are allowed."""
         if len(idx) == 1 and isinstance(idx[0], (tuple, list)):
@@ -265,7 +275,7 @@ class Desc:
         return off
 
     # -- matching -----------------------------------------------------------------------------
-    def matches(self, tag):
+    def matches(self, tag: Union[str, Tag]) -> bool:
         """oneDNN's memory_desc_matches_tag: same inner blocks and the tag's outer strides,
         except for dims of size 1 (unpadded), whose stride is free (spec §1.6)."""
         try:
@@ -278,7 +288,7 @@ class Desc:
         return all(s == r for d, (s, r) in enumerate(zip(self.strides, ref.strides))
                    if not (self.dims[d] == 1 and pd[d] == 1))
 
-    def similar_to(self, other):
+    def similar_to(self, other: Desc) -> bool:
         """Same dims and layout (strides of size-1 dims aside); the data type may differ."""
         if self.dims != other.dims or self.offset0 != other.offset0:
             return False
@@ -289,7 +299,7 @@ class Desc:
 
     # -- names --------------------------------------------------------------------------------
     @property
-    def abc(self):
+    def abc(self) -> Optional[str]:
         """Abstract oneDNN tag of the layout, or None for a strided layout no tag describes."""
         if self.tag is not None and self.is_c_contiguous and self.nelems == self.span:
             return self.tag.abc
@@ -302,7 +312,7 @@ class Desc:
         return None
 
     @property
-    def name(self):
+    def name(self) -> str:
         """The user's spelling, else a familiar alias, else the abstract tag, else 'strided'."""
         if self.tag is not None:
             return self.tag.spelling
@@ -320,7 +330,7 @@ class Desc:
         padded = "" if self.padded_dims == self.dims else f", padded {_fmt(self.padded_dims)}"
         return f"Desc({_fmt(self.dims)}, {layout}, {self.dtype.name}{padded}, {_bytes(self.nbytes)})"
 
-    def explain(self):
+    def explain(self) -> str:
         """A few lines a person can read: dims, padding, each physical axis and the bytes."""
         lines = [repr(self)]
         for d, n in enumerate(self.dims):
@@ -337,6 +347,13 @@ class Desc:
         lines.append(f"  {self.nelems} elements with padding, {_bytes(self.nbytes)}"
                      + (", dense" if self.is_dense else ""))
         return "\n".join(lines)
+
+
+    def plot(self, path: Optional[str] = None, **kwargs: Any) -> Any:
+        """Draw the layout: memory cells coloured by logical coordinate, padding hatched,
+        blocks boxed (reorder.plot.plot_layout; needs matplotlib, the `plot` extra)."""
+        from .plot import plot_layout      # pictures are an optional front end
+        return plot_layout(self, path, **kwargs)
 
 
 def _bytes(n):

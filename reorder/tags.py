@@ -10,8 +10,11 @@ An axis is a logical dim taken whole (its outer index) or one of its inner block
 A dim blocked several times takes its high digits from the blocks listed first (spec §1.4):
 `4b16a4b` splits b as b_outer*16 + b4_outer*4 + b4_inner.
 """
+from __future__ import annotations
+
 import re
 from dataclasses import dataclass
+from typing import Optional, Union
 from functools import lru_cache
 
 from .errors import ReorderError, caret
@@ -39,29 +42,29 @@ _DISPLAY_ALIASES = (
 class Tag:
     """A parsed tag: `axes` is a tuple of (dim, block) outermost first; block 0 = outer index."""
     ndims: int
-    axes: tuple
+    axes: tuple[tuple[int, int], ...]
     spelling: str       # what the user wrote
 
     @property
-    def abc(self):
+    def abc(self) -> str:
         """Canonical abstract spelling, e.g. 'aBcd16b'."""
         return spell(self.ndims, self.axes)
 
     @property
-    def alias(self):
+    def alias(self) -> str:
         """A familiar domain name for this layout if one exists, else the abstract tag."""
         return _display_alias(self.abc)
 
-    def blocks(self, dim):
+    def blocks(self, dim: int) -> tuple[int, ...]:
         """Inner block sizes of `dim`, outermost first."""
         return tuple(b for d, b in self.axes if d == dim and b)
 
     @property
-    def is_plain(self):
+    def is_plain(self) -> bool:
         return all(b == 0 for _, b in self.axes)
 
 
-def spell(ndims, axes):
+def spell(ndims: int, axes: tuple[tuple[int, int], ...]) -> str:
     blocked = {d for d, b in axes if b}
     out = []
     for d, b in axes:
@@ -70,7 +73,7 @@ def spell(ndims, axes):
     return "".join(out)
 
 
-def parse_tag(tag, ndims=None):
+def parse_tag(tag: Union[str, Tag], ndims: Optional[int] = None) -> Tag:
     """Parse any tag spelling into a `Tag`. `ndims` is required for `x` meta-tags and checked
     against the tag's rank otherwise. Raises ReorderError quoting the tag with a caret."""
     if isinstance(tag, Tag):
@@ -82,7 +85,7 @@ def parse_tag(tag, ndims=None):
     return _parse(tag, ndims)
 
 
-def normalize_tag(tag, ndims=None):
+def normalize_tag(tag: Union[str, Tag], ndims: Optional[int] = None) -> str:
     """The canonical abstract spelling of any tag: normalize_tag('nChw16c') == 'aBcd16b'."""
     return parse_tag(tag, ndims).abc
 

@@ -12,6 +12,7 @@ import contextlib
 import contextvars
 import os
 import warnings
+from typing import Iterator, Optional
 
 from . import _kernels
 from .errors import ReorderError
@@ -63,19 +64,19 @@ def usable_cpus():
     return _cpus
 
 
-def set_num_threads(n):
+def set_num_threads(n: Optional[int]) -> None:
     """Set the library-wide thread count; None restores the default policy."""
     global _global
     _global = None if n is None else _check(n, "set_num_threads(n)")
 
 
-def get_num_threads():
+def get_num_threads() -> int:
     """The thread count a call without `threads=` would use now."""
     return resolve(None)
 
 
 @contextlib.contextmanager
-def threads(n):
+def threads(n: int) -> Iterator[None]:
     """`with reorder.threads(1): ...` -- thread count for calls made inside the block
     (per Python thread / asyncio task)."""
     token = _override.set(_check(n, "threads(n)"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import keyword
 import math
+import re
 from functools import lru_cache
 from typing import Any, NamedTuple, Optional, Sequence
 
@@ -48,6 +49,13 @@ class _Side(NamedTuple):
 
 def _fail(pattern, pos, msg, width=1):
     raise RearrangeError(f"bad pattern {pattern!r}: {msg}\n{caret(pattern, pos, width)}")
+
+
+def _point_at(pattern, name):
+    """The pattern with a caret under the first use of axis `name`, or nothing if unused."""
+    m = re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", pattern) if isinstance(pattern, str) \
+        else None
+    return "" if m is None else "\n" + caret(pattern, m.start(), len(name))
 
 
 def _check_name(pattern, name, pos):
@@ -410,9 +418,10 @@ def rearrange(x: Any, pattern: str, *, pad: float = 0, dims: Optional[Sequence[i
     if comp is None:
         for name, v in axes.items():
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-                raise TypeError(f"axis size {name}={v!r} must be an integer")
+                raise TypeError(f"axis size {name}={v!r} must be an integer"
+                                + _point_at(pattern, name))
             if v < 0:
-                raise RearrangeError(f"axis size {name}={v} is negative")
+                raise RearrangeError(f"axis size {name}={v} is negative" + _point_at(pattern, name))
         if dims is not None:
             try:
                 dims = tuple(int(d) for d in dims)

@@ -298,6 +298,15 @@ def test_bad_sizes(kwargs, exc, message):
         rearrange(x, "a (b c) -> a b c", **kwargs)
 
 
+@pytest.mark.parametrize("size", [4.0, -4])
+def test_bad_size_points_at_the_axis(size):
+    """A bad split size names the axis and puts the caret under it in the pattern."""
+    x = _values((2, 6), np.float32)
+    with pytest.raises((TypeError, ValueError)) as e:
+        rearrange(x, "a (b cc) -> a b cc", cc=size)
+    assert str(e.value).splitlines()[1:] == ["    a (b cc) -> a b cc", "         ^^"]
+
+
 def test_pad_and_crop_in_one_call_refused():
     x = _values((2, 5), np.float32)
     with pytest.raises(ValueError, match="pads while dims= crops"):

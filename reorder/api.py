@@ -99,10 +99,9 @@ def _dtype_for(arr, dtype):
 
 
 def _lowbit_wanted(arr, src, dst, src_dtype, dtype, groups, zps, packed):
-    """True when a call goes through reorder.lowbit: a low-bit type on either side, groups,
-    per-group zero points, or packed= given."""
-    if packed is not None or any(g is not None for g in groups) \
-            or any(z is not None and np.size(z) > 1 for z in zps):
+    """True when a call goes through reorder.lowbit: a low-bit type on either side, groups
+    (which also allow zero-point arrays), or packed= given."""
+    if packed is not None or any(g is not None for g in groups):
         return True
     names = [as_dtype(t).name for t in (src_dtype, dtype) if t is not None]
     names += [d.dtype.name for d in (src, dst) if isinstance(d, Desc)]

@@ -177,7 +177,7 @@ static void lb_quant_row_scalar(const lb_q_t* q, const float* s0, const float* s
 #if LB_X86
 #define LB_TGT __attribute__((target("avx2,f16c")))
 
-LB_TGT static inline __m256 lb_v_apply(const lb_q_t* q, __m256 x, int64_t base, int64_t l) {
+LB_TGT static inline __attribute__((always_inline)) __m256 lb_v_apply(const lb_q_t* q, __m256 x, int64_t base, int64_t l) {
     if (q->inv) {
         __m256 s = q->colstep ? _mm256_loadu_ps(q->inv + base + l) : _mm256_set1_ps(q->inv[base]);
         x = _mm256_mul_ps(x, s);
@@ -190,7 +190,7 @@ LB_TGT static inline __m256 lb_v_apply(const lb_q_t* q, __m256 x, int64_t base, 
 }
 
 /* 8 codes in the low byte of each 32-bit lane (upper bits may be set) */
-LB_TGT static inline __m256i lb_v_code(__m256 v, int code) {
+LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_code(__m256 v, int code) {
     if (code == LB_E4M3 || code == LB_E5M2) {
         __m128i h16 = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         __m256i h = _mm256_cvtepu16_epi32(h16);
@@ -239,8 +239,24 @@ LB_TGT static inline void lb_v_store8(uint8_t* p, __m256i c) {
     memcpy(p, &v, 8);
 }
 
-LB_TGT static void lb_quant_row_avx2(const lb_q_t* q, const float* s0, const float* s1, int64_t b0,
-                                     int64_t b1, uint8_t* out, int64_t L) {
+/* 32 codes as 32 bytes in order: four rows of lb_v_code, each masked to its byte (s4 codes
+ * are in [-8, 7], so the byte is already the sign-extended value), packed without saturation */
+LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_codes32(const lb_q_t* q, const float* s, int64_t base, int64_t l) {
+    const __m256i m = _mm256_set1_epi32(0xff);
+    __m256i c0 = _mm256_and_si256(lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s + l), base, l), q->code), m);
+    __m256i c1 = _mm256_and_si256(lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s + l + 8), base, l + 8), q->code), m);
+    __m256i c2 = _mm256_and_si256(lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s + l + 16), base, l + 16), q->code), m);
+    __m256i c3 = _mm256_and_si256(lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s + l + 24), base, l + 24), q->code), m);
+    __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(c0, c1), _mm256_packus_epi32(c2, c3));
+    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+LB_TGT static inline __attribute__((always_inline)) void
+lb_quant_row_avx2_body(const lb_q_t* q0, const float* s0, const float* s1, int64_t b0, int64_t b1,
+                       uint8_t* out, int64_t L, int code) {
+    lb_q_t lq = *q0;            /* see lb_quant_tile_fast_body */
+    const lb_q_t* q = &lq;
+    lq.code = code;
     int64_t l = 0;
     const __m256i m4 = _mm256_set1_epi32(0xf);
     if (q->pair == 1) {
@@ -265,6 +281,8 @@ LB_TGT static void lb_quant_row_avx2(const lb_q_t* q, const float* s0, const flo
             lb_v_store8(out + l, _mm256_or_si256(a, _mm256_slli_epi32(b, 4)));
         }
     } else {
+        for (; l + 32 <= L; l += 32)
+            _mm256_storeu_si256((__m256i*)(out + l), lb_v_codes32(q, s0, b0, l));
         for (; l + 8 <= L; l += 8) {
             __m256i c = lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s0 + l), b0, l), q->code);
             if (q->code == LB_S4) c = _mm256_srai_epi32(_mm256_slli_epi32(c, 28), 28);
@@ -272,6 +290,18 @@ LB_TGT static void lb_quant_row_avx2(const lb_q_t* q, const float* s0, const flo
         }
     }
     if (l < L) lb_quant_row_scalar(q, s0, s1, b0, b1, out, l, L);
+}
+
+LB_TGT static void lb_quant_row_avx2(const lb_q_t* q, const float* s0, const float* s1, int64_t b0,
+                                     int64_t b1, uint8_t* out, int64_t L) {
+    switch (q->code) {
+        case LB_S4: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_S4); break;
+        case LB_U4: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_U4); break;
+        case LB_S8: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_S8); break;
+        case LB_U8: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_U8); break;
+        case LB_E4M3: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_E4M3); break;
+        default: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_E5M2); break;
+    }
 }
 #endif
 
@@ -282,6 +312,98 @@ static void lb_quant_row(const lb_q_t* q, const float* s0, const float* s1, int6
     if (lb_simd && q->colidx == NULL) { lb_quant_row_avx2(q, s0, s1, b0, b1, out, L); return; }
 #endif
     lb_quant_row_scalar(q, s0, s1, b0, b1, out, 0, L);
+}
+
+/* One tile of a blocked destination whose inner blocks cover the last two dims (BA16a64b4a:
+ * 16 x 64): the tile's rows are quantized one code a byte into `buf` (Ta x Tb, in L1; rows
+ * and columns past the tensor's edge are zero, which is the padding), then gathered into the
+ * tile's physical order: physical element p of the tile is buf[tab[p]], two a byte (low
+ * nibble first) when `nib`. One pass over the source, one write of the destination. */
+typedef struct {
+    const float* src;        /* f32 rows */
+    const int64_t* row_off;  /* element offset of each logical row (C order over dims[:-1]) */
+    const int64_t* qbase;    /* scale-table index of each logical row, or NULL */
+    const int32_t* tab;      /* Ta * Tb: physical position in the tile -> logical i * Tb + j */
+    int64_t Ta, Tb, K, N;    /* tile and the last two dims */
+    int nib;
+    int fast;                /* X of a BA{Ta}a{Tb}b{X}a tile (2 or 4) with Tb % 32 == 0, packed; else 0 */
+} lb_tile_t;
+
+#if LB_X86
+/* A whole BA{Ta}a{Tb}b{X}a tile, nibbles: physical byte (am, b, p) is the pair of rows
+ * am * X + 2p and + 1 at column b. Quantized 32 columns at a time straight into place. */
+LB_TGT static inline __attribute__((always_inline)) void
+lb_quant_tile_fast_body(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, int64_t col0,
+                        uint8_t* dst, int code) {
+    /* a local copy with a constant code: the byte stores below may alias *q0, so without it
+     * every vector would reload the fields and re-dispatch on the code */
+    lb_q_t lq = *q0;
+    const lb_q_t* q = &lq;
+    lq.code = code;
+    int64_t Ta = T->Ta, Tb = T->Tb, X = T->fast;
+    const __m256i lo4 = _mm256_set1_epi8(0x0f), hi4 = _mm256_set1_epi8((char)0xf0);
+    for (int64_t am = 0; am < Ta / X; am++) {
+        const float* s[4];
+        int64_t bs[4];
+        for (int64_t x = 0; x < X; x++) {
+            int64_t r = row0 + am * X + x;
+            s[x] = T->src + T->row_off[r] + col0;
+            bs[x] = T->qbase ? T->qbase[r] + col0 * q->colstep : 0;
+        }
+        uint8_t* o = dst + am * Tb * (X / 2);
+        for (int64_t b = 0; b < Tb; b += 32) {
+            __m256i p0 = _mm256_or_si256(_mm256_and_si256(lb_v_codes32(q, s[0], bs[0], b), lo4),
+                             _mm256_and_si256(_mm256_slli_epi16(lb_v_codes32(q, s[1], bs[1], b), 4), hi4));
+            if (X == 2) {
+                _mm256_storeu_si256((__m256i*)(o + b), p0);
+                continue;
+            }
+            __m256i p1 = _mm256_or_si256(_mm256_and_si256(lb_v_codes32(q, s[2], bs[2], b), lo4),
+                             _mm256_and_si256(_mm256_slli_epi16(lb_v_codes32(q, s[3], bs[3], b), 4), hi4));
+            __m256i u = _mm256_unpacklo_epi8(p0, p1), v = _mm256_unpackhi_epi8(p0, p1);
+            _mm256_storeu_si256((__m256i*)(o + 2 * b), _mm256_permute2x128_si256(u, v, 0x20));
+            _mm256_storeu_si256((__m256i*)(o + 2 * b + 32), _mm256_permute2x128_si256(u, v, 0x31));
+        }
+    }
+}
+
+LB_TGT static void lb_quant_tile_fast(const lb_q_t* q, const lb_tile_t* T, int64_t row0,
+                                      int64_t col0, uint8_t* dst) {
+    if (q->code == LB_S4) lb_quant_tile_fast_body(q, T, row0, col0, dst, LB_S4);
+    else lb_quant_tile_fast_body(q, T, row0, col0, dst, LB_U4);
+}
+#endif
+
+static void lb_quant_tile(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, int64_t col0,
+                          uint8_t* dst, uint8_t* buf) {
+    lb_q_t q = *q0;
+    int64_t Ta = T->Ta, Tb = T->Tb, n = Ta * Tb;
+    int64_t nrows = T->K - row0 % T->K, ncols = T->N - col0;
+    if (nrows > Ta) nrows = Ta;
+    if (ncols > Tb) ncols = Tb;
+#if LB_X86
+    if (T->fast && lb_simd && q.colidx == NULL && nrows == Ta && ncols == Tb) {
+        lb_quant_tile_fast(&q, T, row0, col0, dst);
+        return;
+    }
+#endif
+    q.pair = 0;
+    if (q.colidx) q.colidx += col0;
+    for (int64_t i = 0; i < Ta; i++) {
+        uint8_t* b = buf + i * Tb;
+        if (i >= nrows) { memset(b, 0, (size_t)Tb); continue; }
+        int64_t r = row0 + i;
+        int64_t base = T->qbase ? T->qbase[r] + (q.colidx ? 0 : col0 * q.colstep) : 0;
+        lb_quant_row(&q, T->src + T->row_off[r] + col0, NULL, base, 0, b, ncols);
+        if (ncols < Tb) memset(b + ncols, 0, (size_t)(Tb - ncols));
+    }
+    const int32_t* tab = T->tab;
+    if (T->nib) {
+        for (int64_t k = 0; k < n; k += 2)
+            dst[k >> 1] = (uint8_t)((buf[tab[k]] & 0xfu) | (buf[tab[k + 1]] << 4));
+    } else {
+        for (int64_t k = 0; k < n; k++) dst[k] = buf[tab[k]];
+    }
 }
 
 /* Nibble packing of n one-per-byte codes (element i -> byte i/2, low nibble when i is even). */

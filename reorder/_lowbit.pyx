@@ -3,7 +3,8 @@
 (nibble pairs packed on the way), nibble packing and unpacking, and codes -> f32. The
 arithmetic lives in _lowbit.h; these loops cut the work into rows for OpenMP. The planner
 side (lowbit.py) has checked every size and address; nothing here raises."""
-from libc.stdint cimport int64_t, uint8_t, uintptr_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uintptr_t
+from cython.parallel cimport threadid
 from cython.parallel cimport prange
 import numpy as np
 
@@ -21,6 +22,16 @@ cdef extern from "_lowbit.h" nogil:
     void lb_detect()
     void lb_quant_row(const lb_q_t* q, const float* s0, const float* s1, int64_t b0, int64_t b1,
                       uint8_t* out, int64_t L)
+    ctypedef struct lb_tile_t:
+        const float* src
+        const int64_t* row_off
+        const int64_t* qbase
+        const int32_t* tab
+        int64_t Ta, Tb, K, N
+        int nib
+        int fast
+    void lb_quant_tile(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, int64_t col0,
+                       uint8_t* dst, uint8_t* buf)
     void lb_pack(const uint8_t* c, uint8_t* out, int64_t n)
     void lb_unpack(const uint8_t* p, uint8_t* out, int64_t n, int is_signed)
     void lb_dequant_row(int code, const uint8_t* c, float* out, int64_t L, const float* sc,
@@ -72,6 +83,42 @@ def quant_rows(uintptr_t src, const int64_t[::1] row0, const int64_t[::1] row1,
         for o in prange(n, num_threads=nthreads, schedule="static", use_threads_if=nthreads > 1):
             lb_quant_row(&q, s + row0[o], (s + row1[o]) if row1[o] >= 0 else NULL,
                          base0[o], base1[o], d + o * out_row, L)
+
+
+def quant_tiles(uintptr_t src, const int64_t[::1] row_off, qbase, str code, inv, zp, colidx,
+                int64_t colstep, const int32_t[::1] tab, int64_t Ta, int64_t Tb, int64_t K,
+                int64_t N, bint nib, int fast, const int64_t[::1] tile_off, const int64_t[::1] tile_row,
+                const int64_t[::1] tile_col, uintptr_t out, int nthreads):
+    """Quantize f32 rows straight into a blocked destination, one tile (Ta x Tb logical
+    elements, contiguous in the destination) at a time: tile t starts at byte tile_off[t] of
+    out, at logical row tile_row[t] (C order over dims[:-1]) and column tile_col[t]."""
+    cdef lb_q_t q
+    q.code = CODES[code]
+    q.pair = 0
+    q.inv = _fptr(inv)
+    q.zp = _fptr(zp)
+    q.colidx = _iptr(colidx)
+    q.colstep = colstep
+    cdef lb_tile_t T
+    T.src = <const float*>src
+    T.row_off = &row_off[0] if row_off.shape[0] else NULL
+    T.qbase = _iptr(qbase)
+    T.tab = &tab[0]
+    T.Ta, T.Tb, T.K, T.N = Ta, Tb, K, N
+    T.nib = nib
+    T.fast = fast
+    cdef int64_t n = tile_off.shape[0], t
+    cdef uint8_t* d = <uint8_t*>out
+    if n == 0:
+        return
+    nthreads = max(1, min(nthreads, n))
+    scratch = np.empty(nthreads * Ta * Tb, np.uint8)     # one L1 tile buffer per thread
+    cdef uint8_t[::1] sb = scratch
+    cdef uint8_t* bufs = &sb[0]
+    with nogil:
+        for t in prange(n, num_threads=nthreads, schedule="static", use_threads_if=nthreads > 1):
+            lb_quant_tile(&q, &T, tile_row[t], tile_col[t], d + tile_off[t],
+                          bufs + threadid() * Ta * Tb)
 
 
 def pack(uintptr_t codes, uintptr_t out, int64_t n, int nthreads):

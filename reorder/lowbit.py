@@ -12,6 +12,7 @@ nibble pairs along that dim directly and pass 3 moves half the bytes (a destinat
 packed bytes are a u8 layout of the halved dim); otherwise pass 3 moves one code a byte and
 a fourth pass packs the buffer. The rules are in docs/int8.md.
 """
+import functools
 import math
 import numbers
 
@@ -126,7 +127,7 @@ class Quant:
         if what == "zero_point" and arr.dtype.kind == "f":
             if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
                 raise ReorderError(f"{name} must hold integers")
-        return np.ascontiguousarray(arr.astype(np.float32).reshape(-1))
+        return np.ascontiguousarray(arr.astype(np.float32, copy=False).reshape(-1))
 
     @property
     def trivial(self):
@@ -293,8 +294,12 @@ def quantize_to(f, row_off, dims, ddesc, dquant, want_packed, out, threads):
             inv = np.float32(1.0) / q.scales          # 1/scale once, in f32, as for dst scales
         zp = q.zero_points
     nibble = name in ("s4", "u4")
-    pair = _pair_proxy(ddesc) if nibble and want_packed else None
     nth = _threads(threads, math.prod(dims) * 5)
+    nib = nibble and want_packed
+    res = _fused(f, row_off, dims, ddesc, q, inv, zp, nib, out, nth)
+    if res is not None:
+        return res
+    pair = _pair_proxy(ddesc) if nib else None
     if pair is not None:
         p, proxy = pair
         pdims = proxy.dims
@@ -348,6 +353,109 @@ def quantize_to(f, row_off, dims, ddesc, dquant, want_packed, out, threads):
         return out
     res = _run(Desc(dims, proxy_t), code_desc, mid, None, nth)
     return res.view(ddesc.dtype.storage)
+
+
+@functools.lru_cache(maxsize=64)
+def _tile_plan(ddesc, nib):
+    """(Ta, Tb, tab, fast, tile_off, tile_row, tile_col) when the destination is made of contiguous
+    tiles over the last two dims (every inner block is on those dims: BA16a64b4a, AB16b16a,
+    ...), else None. tab maps a physical position in a tile to its logical i * Tb + j; the
+    tiles are listed with their byte offset, first logical row and column."""
+    nd = ddesc.ndim
+    if nd < 2 or ddesc.offset0 or not ddesc.is_dense:
+        return None
+    outer = {a.dim: a for a in ddesc.axes if a.block == 0}
+    inner = [a for a in ddesc.axes if a.block]
+    if len(outer) != nd or any(a.dim < nd - 2 for a in inner):
+        return None
+    Ta, Tb = outer[nd - 2].weight, outer[nd - 1].weight
+    tile = Ta * Tb
+    # small tiles (aB16b) gain nothing over the multi-pass path; tab must index 32-bit
+    if tile < 64 or Tb < 8 or tile > 1 << 16 or (nib and tile % 2):
+        return None
+    i, j = np.arange(Ta)[:, None], np.arange(Tb)[None, :]
+    off = np.zeros((Ta, Tb), np.int64)
+    for a in inner:
+        off = off + ((i if a.dim == nd - 2 else j) // a.weight) % a.extent * a.stride
+    off = off.reshape(-1)
+    if not np.array_equal(np.sort(off), np.arange(tile)):
+        return None
+    oaxes = [a for a in ddesc.axes if a.block == 0]
+    if any(a.stride % tile for a in oaxes if a.extent > 1):
+        return None
+    tab = np.empty(tile, np.int32)
+    tab[off] = np.arange(tile, dtype=np.int32)
+    fast = 0          # BA{Ta}a{Tb}b{X}a with nibble pairs: the kernel's vector tile
+    for X in (2, 4):
+        if nib and Ta % X == 0 and Tb % 32 == 0 and np.array_equal(
+                off, ((i // X) * Tb * X + j * X + i % X).reshape(-1)):
+            fast = X
+    digits = np.indices([a.extent for a in oaxes], dtype=np.int64).reshape(len(oaxes), -1)
+    toff = np.zeros(digits.shape[1], np.int64)
+    row = np.zeros(digits.shape[1], np.int64)
+    col = np.zeros(digits.shape[1], np.int64)
+    lead = ddesc.dims[:-2]
+    for a, dg in zip(oaxes, digits):
+        toff += dg * a.stride
+        if a.dim == nd - 1:
+            col = dg * Tb
+        elif a.dim == nd - 2:
+            row = row + dg * Ta
+        else:
+            row = row + dg * (math.prod(lead[a.dim + 1:]) * ddesc.dims[-2])
+    if nib:
+        toff //= 2
+    # visit the tiles in the source's row order: a strip of Ta rows is read front to back
+    # (sequential streams the prefetcher follows) and the writes jump by whole tiles; in the
+    # destination's order each tile would touch Ta fresh source pages
+    order = np.lexsort((col, row))
+    arrays = (tab, toff[order], row[order], col[order])
+    for a in arrays:                # shared through the cache
+        a.flags.writeable = False
+    return Ta, Tb, arrays[0], fast, arrays[1], arrays[2], arrays[3]
+
+
+def _fused(f, row_off, dims, ddesc, q, inv, zp, nib, out, nth):
+    """f32 rows straight into the destination in one pass, when its layout allows: C-order
+    plain (rows written in place) or tiles over the last two dims (_tile_plan). None when the
+    multi-pass path must run."""
+    name = ddesc.dtype.name
+    L = dims[-1] if dims else 1
+    if nib:
+        res = out if out is not None else aligned_empty((packed_nbytes(ddesc),), np.uint8)
+    elif out is not None:
+        check_out(out, ddesc)
+        res = out
+    else:
+        res = None
+    plain_rows = (ddesc.is_c_contiguous and ddesc.offset0 == 0 and ddesc.nelems == ddesc.span
+                  and not ddesc.is_blocked and [a.dim for a in ddesc.axes] == list(range(len(dims)))
+                  and (not nib or L % 2 == 0))
+    plan = None if plain_rows or len(dims) < 2 else _tile_plan(ddesc, nib)
+    if not plain_rows and plan is None:
+        return None
+    if res is None:
+        res = aligned_empty(ddesc.physical_shape, ddesc.dtype.storage)
+    if ddesc.nelems == 0:
+        return res
+    ridx = _rows_index(dims)
+    if q is not None:
+        base, colidx, colstep = q.row_tables(ridx)
+    else:
+        base, colidx, colstep = None, None, 0
+    if plain_rows:
+        R = len(ridx)
+        row_bytes = L // 2 if nib else L
+        b = base if base is not None else np.zeros(R, np.int64)
+        _lowbit.quant_rows(data_address(f), np.ascontiguousarray(row_off, np.int64),
+                           np.full(R, -1, np.int64), b, b, data_address(res), row_bytes, L,
+                           name, 1 if nib else 0, inv, zp, colidx, colstep, nth)
+        return res
+    Ta, Tb, tab, fast, toff, trow, tcol = plan
+    _lowbit.quant_tiles(data_address(f), np.ascontiguousarray(row_off, np.int64), base, name,
+                        inv, zp, colidx, colstep, tab, Ta, Tb, dims[-2], dims[-1], nib, fast, toff,
+                        trow, tcol, data_address(res), nth)
+    return res
 
 
 def _row_offsets(idx, dims, row_off):

@@ -251,6 +251,21 @@ LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_codes32(const l
     return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+/* lb_v_codes32 with the scale and zero-point vectors given (x * inv + zp, as lb_v_apply) */
+LB_TGT static inline __attribute__((always_inline)) __m256i
+lb_v_codes32_v(int code, const float* s, const __m256* iv, const __m256* zv, int has_inv, int has_zp) {
+    const __m256i m = _mm256_set1_epi32(0xff);
+    __m256i c[4];
+    for (int k = 0; k < 4; k++) {
+        __m256 x = _mm256_loadu_ps(s + 8 * k);
+        if (has_inv) x = _mm256_mul_ps(x, iv[k]);
+        if (has_zp) x = _mm256_add_ps(x, zv[k]);
+        c[k] = _mm256_and_si256(lb_v_code(x, code), m);
+    }
+    __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));
+    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 LB_TGT static inline __attribute__((always_inline)) void
 lb_quant_row_avx2_body(const lb_q_t* q0, const float* s0, const float* s1, int64_t b0, int64_t b1,
                        uint8_t* out, int64_t L, int code) {
@@ -330,6 +345,9 @@ typedef struct {
 } lb_tile_t;
 
 #if LB_X86
+#ifndef LB_AHEAD
+#define LB_AHEAD 512       /* floats ahead of the current column (2 KB) */
+#endif
 /* A whole BA{Ta}a{Tb}b{X}a tile, nibbles: physical byte (am, b, p) is the pair of rows
  * am * X + 2p and + 1 at column b. Quantized 32 columns at a time straight into place. */
 LB_TGT static inline __attribute__((always_inline)) void
@@ -352,14 +370,33 @@ lb_quant_tile_fast_body(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, int6
         }
         uint8_t* o = dst + am * Tb * (X / 2);
         for (int64_t b = 0; b < Tb; b += 32) {
-            __m256i p0 = _mm256_or_si256(_mm256_and_si256(lb_v_codes32(q, s[0], bs[0], b), lo4),
-                             _mm256_and_si256(_mm256_slli_epi16(lb_v_codes32(q, s[1], bs[1], b), 4), hi4));
+            /* the rows of a tile are 16 concurrent streams in the source: fetch ahead */
+            for (int64_t x = 0; x < X; x++) {
+                _mm_prefetch((const char*)(s[x] + b + LB_AHEAD), _MM_HINT_T0);
+                _mm_prefetch((const char*)(s[x] + b + LB_AHEAD + 16), _MM_HINT_T0);
+            }
+            __m256i c[4];
+            __m256 iv[4], zv[4];
+            for (int64_t x = 0; x < X; x++) {
+                if (x == 0 || bs[x] != bs[x - 1]) {   /* rows of one group share the vectors */
+                    for (int k = 0; k < 4; k++) {
+                        int64_t at = bs[x] + (q->colstep ? b + 8 * k : 0);
+                        iv[k] = q->inv ? (q->colstep ? _mm256_loadu_ps(q->inv + at) : _mm256_set1_ps(q->inv[at]))
+                                       : _mm256_set1_ps(1.0f);
+                        zv[k] = q->zp ? (q->colstep ? _mm256_loadu_ps(q->zp + at) : _mm256_set1_ps(q->zp[at]))
+                                      : _mm256_setzero_ps();
+                    }
+                }
+                c[x] = lb_v_codes32_v(code, s[x] + b, iv, zv, q->inv != NULL, q->zp != NULL);
+            }
+            __m256i p0 = _mm256_or_si256(_mm256_and_si256(c[0], lo4),
+                                         _mm256_and_si256(_mm256_slli_epi16(c[1], 4), hi4));
             if (X == 2) {
                 _mm256_storeu_si256((__m256i*)(o + b), p0);
                 continue;
             }
-            __m256i p1 = _mm256_or_si256(_mm256_and_si256(lb_v_codes32(q, s[2], bs[2], b), lo4),
-                             _mm256_and_si256(_mm256_slli_epi16(lb_v_codes32(q, s[3], bs[3], b), 4), hi4));
+            __m256i p1 = _mm256_or_si256(_mm256_and_si256(c[2], lo4),
+                                         _mm256_and_si256(_mm256_slli_epi16(c[3], 4), hi4));
             __m256i u = _mm256_unpacklo_epi8(p0, p1), v = _mm256_unpackhi_epi8(p0, p1);
             _mm256_storeu_si256((__m256i*)(o + 2 * b), _mm256_permute2x128_si256(u, v, 0x20));
             _mm256_storeu_si256((__m256i*)(o + 2 * b + 32), _mm256_permute2x128_si256(u, v, 0x31));

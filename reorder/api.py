@@ -99,9 +99,10 @@ def _dtype_for(arr, dtype):
 
 
 def _lowbit_wanted(arr, src, dst, src_dtype, dtype, groups, zps, packed):
-    """True when a call goes through reorder.lowbit: a low-bit type on either side, groups
-    (which also allow zero-point arrays), or packed= given."""
-    if packed is not None or any(g is not None for g in groups):
+    """True when a call goes through reorder.lowbit: a low-bit type on either side, groups,
+    zero points per element of a mask (arrays of more than one value), or packed= given."""
+    if packed is not None or any(g is not None for g in groups) \
+            or any(z is not None and np.size(z) > 1 for z in zps):
         return True
     names = [as_dtype(t).name for t in (src_dtype, dtype) if t is not None]
     names += [d.dtype.name for d in (src, dst) if isinstance(d, Desc)]

@@ -110,6 +110,11 @@ class Quant:
             dt = None
         if what == "scales" and arr.dtype.kind in "iu" and arr.ndim == 0:
             dt = as_dtype("f32")         # a plain Python number
+        if what == "zero_point" and arr.dtype.kind in "iu" and (dt is None or dt.name not in kinds):
+            # np.array([...]) is int64: taken as s32 when every value fits
+            if arr.size and (arr.min() < -2**31 or arr.max() >= 2**31):
+                raise ReorderError(f"{name} holds values that do not fit in s32")
+            dt = as_dtype("s32")
         if dt is None or dt.name not in kinds and not (arr.ndim == 0 and arr.dtype.kind in "fiu"):
             raise ReorderError(f"{name} has dtype {arr.dtype}; expected one of {', '.join(kinds)}")
         if dt is not None and dt.name in ("s4", "u4"):

@@ -124,6 +124,8 @@ class Quant:
                 raise ReorderError(f"{name} holds values outside the {dt.name} range [{lo}, {hi}]")
             arr = raw
         want = math.prod(self.qdims)
+        if arr.size == 1 and want != 1:     # one value: common to all (oneDNN's mask 0)
+            arr = np.full(self.qdims, arr.reshape(()))
         if arr.size != want or (arr.ndim > 1 and arr.shape not in (self.qdims, tuple(
                 q for q in self.qdims if q != 1) or (1,))):
             raise ReorderError(f"{name} has shape {_fmt(arr.shape)} ({arr.size} values) but "

@@ -177,3 +177,14 @@ def test_zero_point_out_of_s32():
     with pytest.raises(ro.ReorderError, match="do not fit in s32"):
         ro.reorder(_big((4, 4)), "ab", "ab", dtype="s8", dst_scales=np.ones(4, np.float32),
                    dst_scale_mask=2, dst_zero_point=np.array([0, 0, 0, 2**40]))
+
+
+@pytest.mark.parametrize("tag,dt", [("BA16a64b4a", "s4"), ("ab", "u8"), ("AB16b16a", "s8")])
+def test_common_zero_point_with_channel_scales(rows, tag, dt):
+    # oneDNN keeps separate masks for scales and zero points; one zero point is common to all
+    x = _big((32, 72), seed=16)
+    sc = np.random.default_rng(17).uniform(0.1, 1, 72).astype(np.float32)
+    got = ro.reorder(x, "ab", tag, dtype=dt, dst_scales=sc, dst_scale_mask=2, dst_zero_point=2,
+                     dst_groups=(1, 1))
+    want = expected_once(("common zp", tag, dt), x, tag, dt, sc, np.full(72, 2), 2)
+    assert np.array_equal(as_bytes(got), want)

@@ -337,7 +337,7 @@ def quantize_to(f, row_off, dims, ddesc, dquant, want_packed, out, threads):
         mid = aligned_empty((plain.nelems,), np.uint8)
         _lowbit.quant_rows(data_address(f), row0, row1, base0, base1, data_address(mid), row_bytes,
                            L, name, mode, inv, zp, colidx, colstep, nth)
-        res = aligned_empty((packed_nbytes(ddesc),), np.uint8) if out is None else out
+        res = _packed_out(out, ddesc)
         _run(plain, proxy, mid, res.reshape(proxy.physical_shape), nth)
         return res
     # one code a byte in logical order, moved to the layout, then packed
@@ -351,7 +351,7 @@ def quantize_to(f, row_off, dims, ddesc, dquant, want_packed, out, threads):
     code_desc = Desc._from_axes(ddesc.dims, proxy_t, ddesc.axes, ddesc.offset0, ddesc.tag)
     if nibble and want_packed:
         codes = _run(Desc(dims, proxy_t), code_desc, mid, None, nth)
-        res = out if out is not None else aligned_empty((packed_nbytes(ddesc),), np.uint8)
+        res = _packed_out(out, ddesc)
         _lowbit.pack(data_address(codes), data_address(res), ddesc.nelems, nth)
         return res
     if out is not None:
@@ -422,26 +422,36 @@ def _tile_plan(ddesc, nib):
     return Ta, Tb, arrays[0], fast, arrays[1], arrays[2], arrays[3]
 
 
+def _packed_out(out, ddesc):
+    """The buffer of a packed s4/u4 result: `out` once checked, or a new one."""
+    need = packed_nbytes(ddesc)
+    if out is None:
+        return aligned_empty((need,), np.uint8)
+    if not (isinstance(out, np.ndarray) and out.dtype == np.uint8 and out.shape == (need,)
+            and out.flags.c_contiguous and out.flags.writeable):
+        raise ReorderError(f"out for a packed {ddesc.dtype.name} result must be a writable "
+                           f"contiguous uint8 buffer of {need} bytes")
+    return out
+
+
 def _fused(f, row_off, dims, ddesc, q, inv, zp, nib, out, nth):
     """f32 rows straight into the destination in one pass, when its layout allows: C-order
     plain (rows written in place) or tiles over the last two dims (_tile_plan). None when the
     multi-pass path must run."""
     name = ddesc.dtype.name
     L = dims[-1] if dims else 1
-    if nib:
-        res = out if out is not None else aligned_empty((packed_nbytes(ddesc),), np.uint8)
-    elif out is not None:
-        check_out(out, ddesc)
-        res = out
-    else:
-        res = None
     plain_rows = (ddesc.is_c_contiguous and ddesc.offset0 == 0 and ddesc.nelems == ddesc.span
                   and not ddesc.is_blocked and [a.dim for a in ddesc.axes] == list(range(len(dims)))
                   and (not nib or L % 2 == 0))
     plan = None if plain_rows or len(dims) < 2 else _tile_plan(ddesc, nib)
     if not plain_rows and plan is None:
         return None
-    if res is None:
+    if nib:
+        res = _packed_out(out, ddesc)
+    elif out is not None:
+        check_out(out, ddesc)
+        res = out
+    else:
         res = aligned_empty(ddesc.physical_shape, ddesc.dtype.storage)
     if ddesc.nelems == 0:
         return res
@@ -482,11 +492,7 @@ def reorder_lowbit(x, sdesc, ddesc, *, packed_src, packed, squant, dquant, out, 
         raise ReorderError(f"destination scales or zero points with groups need a quantized "
                            f"destination ({', '.join(CODE_TYPES)}), not {dname}")
     if dname in ("s4", "u4") and packed and out is not None:
-        need = packed_nbytes(ddesc)
-        if not (isinstance(out, np.ndarray) and out.dtype == np.uint8 and out.shape == (need,)
-                and out.flags.c_contiguous and out.flags.writeable):
-            raise ReorderError(f"out for a packed {dname} result must be a writable contiguous "
-                               f"uint8 buffer of {need} bytes")
+        _packed_out(out, ddesc)               # checked before any work
     if sname == dname and sname in LOWBIT and (squant is None or squant.trivial) \
             and (dquant is None or dquant.trivial):
         return _move_codes(x, sdesc, ddesc, packed_src, packed, out, threads)
@@ -507,7 +513,7 @@ def _move_codes(x, sdesc, ddesc, packed_src, packed, out, threads):
     nth = _threads(threads, math.prod(sdesc.dims) * 2)
     if sdesc.dtype.name in ("s4", "u4") and packed:
         moved = _run(proxy, dproxy, codes, None, nth)
-        res = out if out is not None else aligned_empty((packed_nbytes(ddesc),), np.uint8)
+        res = _packed_out(out, ddesc)
         _lowbit.pack(data_address(moved), data_address(res), ddesc.nelems, nth)
         return res
     if out is not None:

@@ -188,3 +188,16 @@ def test_common_zero_point_with_channel_scales(rows, tag, dt):
                      dst_groups=(1, 1))
     want = expected_once(("common zp", tag, dt), x, tag, dt, sc, np.full(72, 2), 2)
     assert np.array_equal(as_bytes(got), want)
+
+
+@pytest.mark.parametrize("tag", ["BA16a64b4a", "ab", "Ab4a"])
+def test_quantize_out(tag):
+    w = _big((64, 96), seed=18)
+    q = ro.quantize(w, "ab", tag, dtype="s4", group_size=32)
+    out = np.full(q.data.size, 0xA5, np.uint8)
+    again = ro.quantize(w, "ab", tag, dtype="s4", group_size=32, out=out)
+    assert again.data is out and np.array_equal(out, q.data)
+    for bad in (np.zeros(q.data.size - 1, np.uint8), np.zeros(q.data.size, np.int8),
+                np.zeros((2, q.data.size // 2), np.uint8)):
+        with pytest.raises(ro.ReorderError, match="contiguous uint8 buffer"):
+            ro.quantize(w, "ab", tag, dtype="s4", group_size=32, out=bad)

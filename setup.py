@@ -74,6 +74,8 @@ extensions = [
     # Conversions must round exactly as written: no a*b+c contraction into FMA.
     Extension("reorder._convert", ["reorder/_convert.pyx"],
               extra_compile_args=list(opt) + ([] if os.name == "nt" else ["-ffp-contract=off"])),
+    Extension("reorder._lowbit", ["reorder/_lowbit.pyx"],
+              extra_compile_args=list(opt) + ([] if os.name == "nt" else ["-ffp-contract=off"])),
 ]
 setup(ext_modules=cythonize(extensions, compiler_directives=directives),
       cmdclass={"build_ext": BuildExt})

@@ -10,6 +10,7 @@ from .api import Quantized, plan, quantize, reorder
 from .config import show_config
 from .desc import Desc
 from .errors import ReorderError
+from .lowbit import QuantizedLowBit
 from .models import convert, load
 from .plans import Plan
 from .rearrange import RearrangeError, rearrange
@@ -17,5 +18,5 @@ from .tags import Tag, normalize_tag, parse_tag
 from .threads import get_num_threads, set_num_threads, threads
 
 __all__ = ["Desc", "Plan", "RearrangeError", "ReorderError", "Tag", "__version__", "convert",
-           "get_num_threads", "load", "normalize_tag", "parse_tag", "plan", "Quantized", "quantize",
-           "rearrange", "reorder", "set_num_threads", "show_config", "threads"]
+           "get_num_threads", "load", "normalize_tag", "parse_tag", "plan", "Quantized", "QuantizedLowBit",
+           "quantize", "rearrange", "reorder", "set_num_threads", "show_config", "threads"]

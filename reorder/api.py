@@ -9,7 +9,7 @@ from ._kernels import data_address
 from .attrs import _comp_kinds, _mask_text, make_attrs
 from .desc import Desc, _fmt
 from .dtypes import dtype_of_numpy, as_dtype
-from . import interop
+from . import interop, lowbit
 from .errors import ReorderError
 from .plan_cache import cached_plan
 
@@ -98,10 +98,53 @@ def _dtype_for(arr, dtype):
     return d
 
 
+def _lowbit_wanted(arr, src, dst, src_dtype, dtype, groups, zps, packed):
+    """True when a call goes through reorder.lowbit: a low-bit type on either side, groups,
+    zero points per element of a mask (arrays of more than one value), or packed= given."""
+    if packed is not None or any(g is not None for g in groups) \
+            or any(z is not None and np.size(z) > 1 for z in zps):
+        return True
+    names = [as_dtype(t).name for t in (src_dtype, dtype) if t is not None]
+    names += [d.dtype.name for d in (src, dst) if isinstance(d, Desc)]
+    if src_dtype is None and not isinstance(src, Desc):
+        try:
+            names.append(dtype_of_numpy(arr.dtype).name)
+        except (ReorderError, TypeError):
+            pass
+    return any(n in lowbit.LOWBIT for n in names)
+
+
+def _reorder_lowbit(arr, src, dst, dims, out, threads, src_dtype, dtype, packed, src_scales,
+                    src_scale_mask, dst_scales, dst_scale_mask, src_zero_point, dst_zero_point,
+                    sum_beta, src_groups, dst_groups):
+    if sum_beta is not None:
+        raise ReorderError("sum_beta is not supported with low-bit types or groups")
+    src_packed = (src_dtype is not None and arr.dtype == np.uint8
+                  and as_dtype(src_dtype).name in ("s4", "u4"))
+    if src_packed:
+        if isinstance(src, Desc):
+            _check_desc_args(src, dims, src_dtype)
+            sdesc = src
+        elif dims is None:
+            raise ReorderError(f"a packed {as_dtype(src_dtype).name} buffer needs dims=")
+        else:
+            sdesc = Desc(dims, src_dtype, src)
+    else:
+        sdesc, arr = _src_desc(arr, src, dims, src_dtype)
+    ddesc = _dst_desc(sdesc, dst, dtype)
+    if packed is None:      # like for like: an unpacked int4 array gives an unpacked result
+        packed = src_packed or sdesc.dtype.name not in ("s4", "u4")
+    sq = lowbit.Quant("src", sdesc.dims, src_scales, src_zero_point, src_scale_mask, src_groups)
+    dq = lowbit.Quant("dst", sdesc.dims, dst_scales, dst_zero_point, dst_scale_mask, dst_groups)
+    return lowbit.reorder_lowbit(arr, sdesc, ddesc, packed_src=src_packed, packed=packed,
+                                 squant=sq, dquant=dq, out=out, threads=threads)
+
+
 @interop.returns_like_input
 def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, dtype=None,
             src_scales=None, src_scale_mask=None, dst_scales=None, dst_scale_mask=None,
-            src_zero_point=None, dst_zero_point=None, sum_beta=None):
+            src_zero_point=None, dst_zero_point=None, sum_beta=None, src_groups=None,
+            dst_groups=None, packed=None):
     """Move `x` from layout `src` to layout `dst`; returns a new C-contiguous array in dst's
     physical shape, or `out`. A torch (or jax) tensor comes back as one, zero-copy.
 
@@ -123,6 +166,13 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
             / dst_scale + dst_zp.
     src_zero_point, dst_zero_point  common zero points of integer tensors (s8, u8, s32).
     sum_beta  add beta * the old destination (pass it as out=) before the dst scale.
+    src_groups, dst_groups  oneDNN's scale/zero-point groups (g0, g1) for the last two dims:
+            scales (f32, bf16, f16) and zero points (s8, u8, s4, u4, s32 arrays) per group
+            (docs/int8.md, "Low-bit types").
+    packed  s4/u4 results as a packed uint8 buffer, two values a byte in oneDNN's order
+            (default, except for an unpacked int4 source) or, with False, one value a byte
+            (ml_dtypes int4/uint4). A packed source is a uint8 buffer with src_dtype='s4'
+            and dims=.
 
     Padding in the destination is always exactly zero. Inputs are never modified.
 
@@ -131,6 +181,11 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
     (2, 2, 5, 5, 16)
     """
     arr = as_array(x)
+    if _lowbit_wanted(arr, src, dst, src_dtype, dtype, (src_groups, dst_groups),
+                      (src_zero_point, dst_zero_point), packed):
+        return _reorder_lowbit(arr, src, dst, dims, out, threads, src_dtype, dtype, packed,
+                               src_scales, src_scale_mask, dst_scales, dst_scale_mask,
+                               src_zero_point, dst_zero_point, sum_beta, src_groups, dst_groups)
     attrs = _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask, src_zero_point,
                    dst_zero_point, sum_beta)
     if attrs is not None:
@@ -271,7 +326,9 @@ class _QuantizePrep(NamedTuple):
 
 def quantize(w, src, dst, *, src_scales=None, src_scale_mask=None, compensation=None,
              comp_mask=None, scale_adjust=1.0, dims=None, src_dtype=None, threads=None, out=None,
-             scales=None, scale_mask=None):
+             scales=None, scale_mask=None, dtype=None, group_size=None, symmetric=True,
+             scale_dtype="f32", zp_dtype=None, dst_scales=None, dst_zero_point=None,
+             packed=True):
     """Quantize weights `w` to s8 in layout `dst`, with optional int8 compensation.
 
     q = saturate_round(scale_adjust * src_scales[x] * w[x])   (f32 arithmetic; oneDNN's src
@@ -291,7 +348,26 @@ def quantize(w, src, dst, *, src_scales=None, src_scale_mask=None, compensation=
     out           optional preallocated int8 array for .data (dst's physical shape)
 
     Returns a `Quantized` (.data, .compensation, .zp_compensation, .desc, .to_onednn_buffer()).
+
+    Low-bit and grouped weights (dtype= 's4', 'u4', 'f8_e4m3', 'f8_e5m2', or group_size=):
+    w is (..., K, N); scales and zero points per group of `group_size` consecutive K per N,
+    computed from the data (symmetric: absmax; symmetric=False: min/max with a zero point)
+    unless dst_scales= / dst_zero_point= give them; q = round(w * (1/scale) + zp). Returns a
+    `QuantizedLowBit` (.data packed unless packed=False, .scales, .zero_points); see
+    docs/int8.md.
     """
+    if dtype is not None or group_size is not None:
+        if compensation is not None or src_scales is not None or scales is not None:
+            raise ReorderError("low-bit quantize() takes dst_scales=/dst_zero_point= (or computes "
+                               "them); compensation and src_scales apply to s8 weights")
+        arr = as_array(w)
+        sdesc, arr = _src_desc(arr, src, dims, src_dtype)
+        ddesc = _dst_desc(sdesc, dst, "s8" if dtype is None else dtype)
+        return lowbit.quantize_lowbit(arr, sdesc, ddesc, group_size=group_size,
+                                      symmetric=symmetric, scale_dtype=scale_dtype,
+                                      zp_dtype=zp_dtype, dst_scales=dst_scales,
+                                      dst_zero_point=dst_zero_point, packed=packed,
+                                      src_packed=False, out=out, threads=threads)
     if scales is not None:
         if src_scales is not None:
             raise ReorderError("give the scales once: src_scales= or scales=")

@@ -10,11 +10,16 @@ import numpy as np
 
 from .errors import ReorderError
 
-try:  # optional: real bf16 arrays
+try:  # optional: real bf16, f8 and int4 arrays
     import ml_dtypes as _ml_dtypes
     _BF16_NP = np.dtype(_ml_dtypes.bfloat16)
+    _LOWBIT_NP = {"f8_e4m3": np.dtype(_ml_dtypes.float8_e4m3fn),
+                  "f8_e5m2": np.dtype(_ml_dtypes.float8_e5m2),
+                  "s4": np.dtype(_ml_dtypes.int4), "u4": np.dtype(_ml_dtypes.uint4)}
 except ImportError:  # pragma: no cover - exercised on machines without ml_dtypes
     _BF16_NP = None
+    _LOWBIT_NP = {"f8_e4m3": np.dtype(np.uint8), "f8_e5m2": np.dtype(np.uint8),
+                  "s4": np.dtype(np.int8), "u4": np.dtype(np.uint8)}
 
 
 @dataclass(frozen=True)
@@ -33,7 +38,8 @@ class DType:
     def numpy_dtypes(self):
         """The numpy dtypes an array of this type may have: the storage type, and for bf16
         also uint16 words."""
-        return {self.storage} | ({np.dtype(np.uint16)} if self.name == "bf16" else set())
+        words = {"bf16": np.uint16, "f8_e4m3": np.uint8, "f8_e5m2": np.uint8}
+        return {self.storage} | ({np.dtype(words[self.name])} if self.name in words else set())
 
     @property
     def is_int(self):
@@ -56,11 +62,20 @@ _TABLE = [
     DType("u32", 4, "int", np.dtype(np.uint32)),
     DType("u64", 8, "int", np.dtype(np.uint64)),
     DType("s16", 2, "int", np.dtype(np.int16)),
+    # Low-bit types (reorder/lowbit.py): f8 one byte a value; s4/u4 one value a byte here
+    # (ml_dtypes int4/uint4 arrays), packed two a byte only in the buffers lowbit.py writes.
+    DType("f8_e4m3", 1, "float", _LOWBIT_NP["f8_e4m3"]),
+    DType("f8_e5m2", 1, "float", _LOWBIT_NP["f8_e5m2"]),
+    DType("s4", 1, "int", _LOWBIT_NP["s4"]),
+    DType("u4", 1, "int", _LOWBIT_NP["u4"]),
 ]
+LOWBIT = ("f8_e4m3", "f8_e5m2", "s4", "u4")
 BY_NAME = {d.name: d for d in _TABLE}
 _ALIASES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
             "int8": "s8", "uint8": "u8", "int32": "s32", "int64": "s64", "int16": "s16",
-            "uint16": "u16", "uint32": "u32", "uint64": "u64"}
+            "uint16": "u16", "uint32": "u32", "uint64": "u64", "float8_e4m3fn": "f8_e4m3",
+            "float8_e5m2": "f8_e5m2", "int4": "s4", "uint4": "u4", "e4m3": "f8_e4m3",
+            "e5m2": "f8_e5m2"}
 _BY_NUMPY = {}
 for _d in _TABLE:
     _BY_NUMPY.setdefault(_d.storage, _d)   # uint16 maps to u16, not to bf16 words

@@ -172,8 +172,8 @@ def test_full_disk_while_writing(model, tmp_path, monkeypatch):
 
 
 def test_bad_target_isa_and_missing_extra(model, tmp_path, monkeypatch):
-    with pytest.raises(ro.ReorderError, match="unknown target 'onednn-f8'"):
-        ro.convert(model, tmp_path / "o.safetensors", target="onednn-f8")
+    with pytest.raises(ro.ReorderError, match="unknown target 'onednn-f4'"):
+        ro.convert(model, tmp_path / "o.safetensors", target="onednn-f4")
     with pytest.raises(ro.ReorderError, match="unknown ISA 'avx9'"):
         ro.convert(model, tmp_path / "o.safetensors", target="onednn-int8", isa="avx9")
     with pytest.raises(ro.ReorderError, match="tvm:OIHW16q"):

@@ -68,6 +68,8 @@ def load(path):
         dtype = stf.DTYPES[dt]
         if dt == "BF16" or m.get("dtype") == "bf16":
             dtype = np.dtype(as_dtype("bf16").storage)
+        elif m.get("dtype") in ("f8_e4m3", "f8_e5m2") and dt == "U8":
+            dtype = np.dtype(as_dtype(m["dtype"]).storage)
         arr = data[start + begin:start + end].view(dtype).reshape(shape)
         spans[name] = (start + begin, start + end)
         items[name] = (arr, _desc(arr, m))

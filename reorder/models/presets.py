@@ -11,13 +11,15 @@ from ..tags import parse_tag
 from .errors import ConvertError
 
 ISAS = ("avx512_core_vnni", "avx512_core", "avx2_vnni", "avx2")
-PRESETS = ("onednn-f32", "onednn-int8", "mace-gpu", "mnn-gpu", "tvm:LAYOUT", "plain")
+PRESETS = ("onednn-f32", "onednn-int8", "onednn-int4", "onednn-f8", "mace-gpu", "mnn-gpu",
+           "tvm:LAYOUT", "plain")
+LOWBIT_PRESETS = {"onednn-int4": "s4", "onednn-f8": "f8_e4m3"}
 _ABC = "abcdefghijkl"
 
 
 @dataclass(frozen=True)
 class Decision:
-    action: str                   # keep | reorder | quantize | image
+    action: str                   # keep | reorder | quantize | lowbit | image
     tag: str = None               # destination tag (reorder, quantize)
     dtype: str = None             # destination dtype; None = the source's
     mask: int = 0                 # quantize: dims with their own scale and compensation sum
@@ -45,7 +47,8 @@ def make_target(name, isa=None, activations=None, dtype=None):
     if not isinstance(name, str):
         raise ConvertError(f"target must be a string such as 'onednn-f32', got {name!r}")
     family = name.split(":", 1)[0]
-    if family not in ("onednn-f32", "onednn-int8", "mace-gpu", "mnn-gpu", "tvm", "plain"):
+    if family not in ("onednn-f32", "onednn-int8", "onednn-int4", "onednn-f8", "mace-gpu",
+                      "mnn-gpu", "tvm", "plain"):
         raise ConvertError(f"unknown target {name!r}; targets: {', '.join(PRESETS)}")
     if family == "tvm":
         layout = name[4:]
@@ -83,6 +86,8 @@ def decide(target, role, view):
         return _onednn_f32(target, role, view)
     if fam == "onednn-int8":
         return _onednn_int8(target, role, view)
+    if fam in LOWBIT_PRESETS:
+        return _onednn_lowbit(target, role, view)
     if fam == "mace-gpu":
         return _mace(target, role, view)
     if fam == "mnn-gpu":
@@ -167,6 +172,17 @@ def _onednn_int8(target, role, view):
         return Decision("quantize", "BA16a64b4a", "s8", 2, comp, adjust,
                         why="matmul weights BA16a64b4a")
     return _keep_float(role, view, "f32")
+
+
+def _onednn_lowbit(target, role, view):
+    """MatMul / Gemm weights as oneDNN's matmul weight decompression takes them: plain (K, N)
+    `ab`, s4 or f8_e4m3, f32 scales per group of K (tasks.lowbit_group). Convolutions keep
+    the onednn-f32 layouts: oneDNN decompresses low-bit weights in matmul only."""
+    if role.kind == "fc":
+        dt = LOWBIT_PRESETS[target.family]
+        return Decision("lowbit", "ab", dt,
+                        why=f"matmul weight decompression: {dt} ab (K, N), grouped scales")
+    return _onednn_f32(target, role, view)
 
 
 def _mace(target, role, view):

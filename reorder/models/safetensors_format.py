@@ -30,6 +30,15 @@ NAMES = {np.dtype(np.bool_): "BOOL", np.dtype(np.uint8): "U8", np.dtype(np.int8)
          np.dtype("<f8"): "F64", np.dtype("<i8"): "I64", np.dtype("<u8"): "U64"}
 
 
+try:                                    # f8 tensors (the onednn-f8 preset) as ml_dtypes arrays
+    import ml_dtypes as _ml
+    for _name, _t in (("F8_E4M3", _ml.float8_e4m3fn), ("F8_E5M2", _ml.float8_e5m2)):
+        DTYPES[_name] = np.dtype(_t)
+        NAMES[np.dtype(_t)] = _name
+except ImportError:                     # pragma: no cover - without ml_dtypes no f8 arrays
+    pass
+
+
 def dtype_name(dtype, bf16=False):
     """safetensors name of a numpy dtype (bf16=True: uint16 words or ml_dtypes.bfloat16)."""
     if bf16 or np.dtype(dtype).name == "bfloat16":

@@ -111,6 +111,8 @@ def build(src, file_role, rule, target, where):
         return _reorder(src, d, v, sdt, base, where)
     if d.action == "quantize":
         return _quantize(src, d, v, sdt, base, where)
+    if d.action == "lowbit":
+        return _lowbit(src, d, v, sdt, base, where)
     return _image(src, d, v, role, sdt, base, where)
 
 
@@ -257,6 +259,47 @@ def _quantize(src, d, v, sdt, base, where):
             i += 1
         arrays[i][...] = (np.float32(1.0) / mult).astype(np.float32)
     return Task(src, outs, fill, src.nbytes + outs[0].nbytes)
+
+
+def lowbit_group(K):
+    """Group size along K of a low-bit MatMul weight: 128 (the group oneDNN's decompression
+    tests use), else 64 or 32 when they divide K, else K (one scale per column)."""
+    for g in (128, 64, 32):
+        if K % g == 0:
+            return g
+    return max(K, 1)
+
+
+def _lowbit(src, d, v, sdt, base, where):
+    """A MatMul weight (K, N) to s4 (packed, two a byte) or f8 in d.tag, with its f32 scales
+    per group of K as their own tensor `<name>.scales` of shape (K / G, N)."""
+    if len(v.dims) != 2:
+        raise ConvertError(f"{where}: tensor {src.name!r}: low-bit weights are (K, N) matrices, "
+                           f"got dims {list(v.dims)}")
+    K, N = v.dims
+    G = lowbit_group(K)
+    dst = Desc(v.dims, d.dtype, d.tag)
+    packed = d.dtype in ("s4", "u4")
+    extra = dict(base, group_size=G, scales=f"{src.name}.scales", packed=packed)
+    meta = _desc_meta(dst, src.name, "weights", extra)
+    if packed:
+        data = Output(src.name, np.dtype(np.uint8), ((dst.nelems + 1) // 2,), meta, "U8")
+    else:
+        data = _out(src.name, d.dtype, dst.physical_shape, meta)
+    sdims = [K // G, N]
+    scales = _out(f"{src.name}.scales", "f32", sdims,
+                  dict(base, dims=sdims, tag="ab", dtype="f32", padded_dims=sdims,
+                       source=src.name, group_size=G,
+                       part=f"weight scales per group of {G} along K (w = scale * q)"))
+
+    def fill(a, arrays, threads):
+        a = a.reshape(v.phys_shape)
+        if src.bf16:
+            a = reorder(a, v.tag, v.tag, src_dtype="bf16", dtype="f32", threads=threads)
+        q = quantize(a, v.tag, dst.tag.spelling, dtype=d.dtype, group_size=G,
+                     out=arrays[0], threads=threads)
+        arrays[1][...] = q.scales
+    return Task(src, [data, scales], fill, src.nbytes + data.nbytes + scales.nbytes)
 
 
 def _image(src, d, v, role, sdt, base, where):

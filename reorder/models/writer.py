@@ -73,7 +73,8 @@ class Writer:
 
     def write(self, out, array):
         """Write the C-contiguous `array` as the data of `out` (at its aligned offset)."""
-        data = memoryview(np.ascontiguousarray(array)).cast("B")
+        # as bytes: the buffer protocol has no format for ml_dtypes types (f8)
+        data = memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
         if data.nbytes != out.nbytes:
             raise ConvertError(f"{self.dst}: tensor {out.name!r} has {data.nbytes} bytes, "
                                f"expected {out.nbytes}")

@@ -1,0 +1,479 @@
+/* Low-bit element conversions: f32 -> f8 (e4m3, e5m2), s4/u4/s8/u8 codes with grouped scales
+ * and zero points, nibble packing, and the way back. docs/int8.md states the rules and where
+ * oneDNN's sources state them.
+ *
+ * f32 -> f8 is oneDNN's two-step rule: round to f16 first (IEEE, half to even), then round the
+ * f16 bits to f8. Both steps are integer arithmetic on the f16 bits here, so the scalar and
+ * AVX2 paths give the same bits. The AVX2 path needs F16C for the first step; it is chosen at
+ * run time (no -march flags), as in the other kernels.
+ */
+#ifndef REORDER_LOWBIT_H
+#define REORDER_LOWBIT_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define LB_X86 1
+#include <immintrin.h>
+#else
+#define LB_X86 0
+#endif
+
+enum { LB_S4 = 0, LB_U4 = 1, LB_S8 = 2, LB_U8 = 3, LB_E4M3 = 4, LB_E5M2 = 5 };
+
+typedef struct {
+    int code;               /* LB_* of the stored values */
+    int pair;               /* 0: one value a byte; 1: nibble pairs along the row; 2: across two rows */
+    const float* inv;       /* 1/scale per scale index (f32), or NULL */
+    const float* zp;        /* zero point per scale index, as f32, or NULL */
+    const int64_t* colidx;  /* scale index of each column, or NULL: colstep * column */
+    int64_t colstep;        /* 0 or 1 when colidx is NULL */
+} lb_q_t;
+
+static int lb_simd = 0;     /* AVX2 + F16C present and allowed */
+
+static void lb_detect(void) {
+#if LB_X86
+    __builtin_cpu_init();
+    lb_simd = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#endif
+}
+
+static inline uint32_t lb_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float lb_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* f32 -> f16 bits as vcvtps2ph with round-to-nearest-even: overflow -> inf, NaN -> quiet
+ * (top payload bits kept), f16 subnormals rounded, f32 denormals -> signed 0. */
+static inline uint32_t lb_f16_bits(float f) {
+    uint32_t i = lb_f2u(f), s = (i >> 16) & 0x8000u, e = (i >> 23) & 0xffu, m = i & 0x7fffffu;
+    if (e == 0xffu) return s | 0x7c00u | (m ? 0x200u | (m >> 13) : 0u);
+    int ee = (int)e - 127 + 15;
+    if (ee >= 0x1f) return s | 0x7c00u;
+    if (ee <= 0) {                       /* f16 subnormal or zero: round |f| * 2^24 */
+        if (ee < -10) return s;          /* below half the smallest subnormal */
+        uint32_t mant = m | 0x800000u;
+        int shift = 14 - ee;             /* 14..24 */
+        uint32_t q = mant >> shift, rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return s | q;
+    }
+    uint32_t q = ((uint32_t)ee << 10) | (m >> 13), rem = m & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;   /* a carry may reach inf */
+    return s | q;
+}
+
+static inline float lb_f16_to_f32(uint32_t h) {
+    uint32_t s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1fu) return lb_u2f(s | 0x7f800000u | (m << 13));
+    if (e == 0) {                        /* subnormal: m * 2^-24, exact in f32 */
+        float v = (float)m * (1.0f / 16777216.0f);
+        return s ? -v : v;
+    }
+    return lb_u2f(s | ((e + 112u) << 23) | (m << 13));
+}
+
+/* f16 bits -> f8_e5m2 (oneDNN float8_e5m2_t from float16_t): NaN keeps its top bits and is
+ * made quiet, otherwise round half to even on the low 8 bits (inf stays inf, overflow -> inf). */
+static inline uint8_t lb_e5m2_of_f16(uint32_t h) {
+    uint32_t a = h & 0x7fffu;
+    if (a > 0x7c00u) return (uint8_t)((h >> 8) | 0x02u);
+    return (uint8_t)(((h & 0x8000u) >> 8) | ((a + 0x7fu + ((a >> 8) & 1u)) >> 8));
+}
+
+/* f16 bits -> f8_e4m3 (oneDNN float8_e4m3_t from float16_t): |x| > 464 (and inf, NaN) -> NaN
+ * 0x7f with the sign; |x| <= 2^-10 -> signed 0; below 2^-6 the e4m3 subnormals (multiples of
+ * 2^-9); else round half to even on the low 7 bits, exponent rebiased by 8. */
+static inline uint8_t lb_e4m3_of_f16(uint32_t h) {
+    uint32_t s = (h & 0x8000u) >> 8, a = h & 0x7fffu;
+    if (a > 0x5f40u) return (uint8_t)(s | 0x7fu);
+    if (a <= 0x1400u) return (uint8_t)s;
+    if (a < 0x2400u) {                  /* |x| < 2^-6: x * 2^9 rounded to an integer (exact product) */
+        float v = lb_f16_to_f32(a) * 512.0f;
+        return (uint8_t)(s | (uint32_t)lrintf(v));
+    }
+    return (uint8_t)(s | (((a + 0x3fu + ((a >> 7) & 1u)) >> 7) - 64u));
+}
+
+/* f8 -> f32 through f16 (oneDNN's operator float16_t): e5m2 is the high byte of an f16, a
+ * signalling NaN made quiet; e4m3 subnormals become f16 normals, NaN -> f16 0x7e00 with sign. */
+static inline float lb_e5m2_to_f32(uint8_t b) {
+    uint32_t r = ((b & 0x7du) == 0x7du) ? (b | 0x02u) : b;
+    return lb_f16_to_f32(r << 8);
+}
+static inline float lb_e4m3_to_f32(uint8_t b) {
+    uint32_t s = (b & 0x80u) << 8, e = (b >> 3) & 0xfu, m = b & 0x7u;
+    if (e == 0xf && m == 0x7) return lb_f16_to_f32(s | 0x7e00u);
+    if (e == 0) {
+        float v = (float)m * (1.0f / 512.0f);
+        return s ? -v : v;
+    }
+    return lb_f16_to_f32(s | ((e + 8u) << 10) | (m << 7));
+}
+
+/* Integer codes: clamp min(hi, .) then max(lo, .) (u8/u4: max first), as the library's s8/u8
+ * rule, so NaN gives s8 127, s4 7, u8 0, u4 0; then round half to even. */
+static inline int32_t lb_int_code(float v, int code) {
+    float lo, hi;
+    switch (code) {
+        case LB_S4: lo = -8.f; hi = 7.f; break;
+        case LB_U4: lo = 0.f; hi = 15.f; break;
+        case LB_S8: lo = -128.f; hi = 127.f; break;
+        default: lo = 0.f; hi = 255.f; break;
+    }
+    if (code == LB_U4 || code == LB_U8) {
+        v = (v > lo) ? v : lo;          /* NaN -> lo */
+        v = (v < hi) ? v : hi;
+    } else {
+        v = (v < hi) ? v : hi;          /* NaN -> hi, as minps(NaN, hi) */
+        v = (v > lo) ? v : lo;
+    }
+    return (int32_t)lrintf(v);
+}
+
+static inline uint8_t lb_code(float v, int code) {
+    if (code == LB_E4M3) return lb_e4m3_of_f16(lb_f16_bits(v));
+    if (code == LB_E5M2) return lb_e5m2_of_f16(lb_f16_bits(v));
+    return (uint8_t)(lb_int_code(v, code) & 0xff);
+}
+
+static inline float lb_apply(const lb_q_t* q, float x, int64_t idx) {
+    if (q->inv) x = x * q->inv[idx];
+    if (q->zp) x = x + q->zp[idx];
+    return x;
+}
+
+static inline int64_t lb_col(const lb_q_t* q, int64_t l) {
+    return q->colidx ? q->colidx[l] : l * q->colstep;
+}
+
+/* scalar tail (and the whole row without SIMD) from column l0 */
+static void lb_quant_row_scalar(const lb_q_t* q, const float* s0, const float* s1, int64_t b0,
+                                int64_t b1, uint8_t* out, int64_t l0, int64_t L) {
+    int nib = q->code == LB_S4 || q->code == LB_U4;
+    if (q->pair == 1) {
+        for (int64_t l = l0; l < L; l += 2) {
+            uint8_t lo = lb_code(lb_apply(q, s0[l], b0 + lb_col(q, l)), q->code) & 0xf;
+            uint8_t hi = l + 1 < L ? lb_code(lb_apply(q, s0[l + 1], b0 + lb_col(q, l + 1)), q->code) & 0xf : 0;
+            out[l >> 1] = (uint8_t)(lo | (hi << 4));
+        }
+    } else if (q->pair == 2) {
+        for (int64_t l = l0; l < L; l++) {
+            uint8_t lo = lb_code(lb_apply(q, s0[l], b0 + lb_col(q, l)), q->code) & 0xf;
+            uint8_t hi = s1 ? lb_code(lb_apply(q, s1[l], b1 + lb_col(q, l)), q->code) & 0xf : 0;
+            out[l] = (uint8_t)(lo | (hi << 4));
+        }
+    } else {
+        for (int64_t l = l0; l < L; l++) {
+            uint8_t c = lb_code(lb_apply(q, s0[l], b0 + lb_col(q, l)), q->code);
+            /* unpacked 4-bit values are sign-extended bytes, as ml_dtypes stores int4 */
+            if (nib && q->code == LB_S4) c = (uint8_t)(int8_t)((int32_t)((c & 0xfu) ^ 8u) - 8);
+            out[l] = c;
+        }
+    }
+}
+
+#if LB_X86
+#define LB_TGT __attribute__((target("avx2,f16c")))
+
+LB_TGT static inline __attribute__((always_inline)) __m256 lb_v_apply(const lb_q_t* q, __m256 x, int64_t base, int64_t l) {
+    if (q->inv) {
+        __m256 s = q->colstep ? _mm256_loadu_ps(q->inv + base + l) : _mm256_set1_ps(q->inv[base]);
+        x = _mm256_mul_ps(x, s);
+    }
+    if (q->zp) {
+        __m256 z = q->colstep ? _mm256_loadu_ps(q->zp + base + l) : _mm256_set1_ps(q->zp[base]);
+        x = _mm256_add_ps(x, z);
+    }
+    return x;
+}
+
+/* 8 codes in the low byte of each 32-bit lane (upper bits may be set) */
+LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_code(__m256 v, int code) {
+    if (code == LB_E4M3 || code == LB_E5M2) {
+        __m128i h16 = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256i h = _mm256_cvtepu16_epi32(h16);
+        __m256i a = _mm256_and_si256(h, _mm256_set1_epi32(0x7fff));
+        __m256i s = _mm256_srli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 8);
+        __m256i one = _mm256_set1_epi32(1);
+        if (code == LB_E5M2) {
+            __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(a, _mm256_set1_epi32(0x7f)),
+                                          _mm256_and_si256(_mm256_srli_epi32(a, 8), one)), 8);
+            __m256i nan = _mm256_or_si256(_mm256_srli_epi32(h, 8), _mm256_set1_epi32(2));
+            __m256i isnan = _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7c00));
+            return _mm256_blendv_epi8(_mm256_or_si256(s, r), nan, isnan);
+        }
+        __m256i r = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(a, _mm256_set1_epi32(0x3f)),
+                                     _mm256_and_si256(_mm256_srli_epi32(a, 7), one)), 7), _mm256_set1_epi32(64));
+        /* subnormal e4m3: |f16 value| * 512 rounded (exact product, cvtps rounds half to even) */
+        __m256 f = _mm256_and_ps(_mm256_cvtph_ps(h16), _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
+        __m256i sub = _mm256_cvtps_epi32(_mm256_mul_ps(f, _mm256_set1_ps(512.0f)));
+        __m256i issub = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x2400), a);
+        r = _mm256_blendv_epi8(r, sub, issub);
+        r = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(0x1401), a), r);
+        r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7f), _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x5f40)));
+        return _mm256_or_si256(s, r);
+    }
+    float lo, hi;
+    switch (code) {
+        case LB_S4: lo = -8.f; hi = 7.f; break;
+        case LB_U4: lo = 0.f; hi = 15.f; break;
+        case LB_S8: lo = -128.f; hi = 127.f; break;
+        default: lo = 0.f; hi = 255.f; break;
+    }
+    if (code == LB_U4 || code == LB_U8)   /* maxps(v, lo) returns lo for NaN */
+        v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
+    else                                   /* minps(v, hi) returns hi for NaN */
+        v = _mm256_max_ps(_mm256_min_ps(v, _mm256_set1_ps(hi)), _mm256_set1_ps(lo));
+    return _mm256_cvtps_epi32(v);
+}
+
+/* the low byte of each of 8 lanes, as 8 bytes */
+LB_TGT static inline void lb_v_store8(uint8_t* p, __m256i c) {
+    c = _mm256_and_si256(c, _mm256_set1_epi32(0xff));
+    __m256i w = _mm256_packus_epi32(c, c);             /* per 128-bit lane */
+    w = _mm256_packus_epi16(w, w);
+    uint32_t lo = (uint32_t)_mm256_extract_epi32(w, 0), hi = (uint32_t)_mm256_extract_epi32(w, 4);
+    uint64_t v = (uint64_t)lo | ((uint64_t)hi << 32);
+    memcpy(p, &v, 8);
+}
+
+/* 32 codes as 32 bytes in order: four rows of lb_v_code, each masked to its byte (s4 codes
+ * are in [-8, 7], so the byte is already the sign-extended value), packed without saturation */
+LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_codes32(const lb_q_t* q, const float* s, int64_t base, int64_t l) {
+    const __m256i m = _mm256_set1_epi32(0xff);
+    __m256i c0 = _mm256_and_si256(lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s + l), base, l), q->code), m);
+    __m256i c1 = _mm256_and_si256(lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s + l + 8), base, l + 8), q->code), m);
+    __m256i c2 = _mm256_and_si256(lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s + l + 16), base, l + 16), q->code), m);
+    __m256i c3 = _mm256_and_si256(lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s + l + 24), base, l + 24), q->code), m);
+    __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(c0, c1), _mm256_packus_epi32(c2, c3));
+    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* lb_v_codes32 with the scale and zero-point vectors given (x * inv + zp, as lb_v_apply) */
+LB_TGT static inline __attribute__((always_inline)) __m256i
+lb_v_codes32_v(int code, const float* s, const __m256* iv, const __m256* zv, int has_inv, int has_zp) {
+    const __m256i m = _mm256_set1_epi32(0xff);
+    __m256i c[4];
+    for (int k = 0; k < 4; k++) {
+        __m256 x = _mm256_loadu_ps(s + 8 * k);
+        if (has_inv) x = _mm256_mul_ps(x, iv[k]);
+        if (has_zp) x = _mm256_add_ps(x, zv[k]);
+        c[k] = _mm256_and_si256(lb_v_code(x, code), m);
+    }
+    __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));
+    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+LB_TGT static inline __attribute__((always_inline)) void
+lb_quant_row_avx2_body(const lb_q_t* q0, const float* s0, const float* s1, int64_t b0, int64_t b1,
+                       uint8_t* out, int64_t L, int code) {
+    lb_q_t lq = *q0;            /* see lb_quant_tile_fast_body */
+    const lb_q_t* q = &lq;
+    lq.code = code;
+    int64_t l = 0;
+    const __m256i m4 = _mm256_set1_epi32(0xf);
+    if (q->pair == 1) {
+        for (; l + 16 <= L; l += 16) {
+            __m256i a = lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s0 + l), b0, l), q->code);
+            __m256i b = lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s0 + l + 8), b0, l + 8), q->code);
+            /* lanes (even, odd) of a and b -> one nibble pair each */
+            __m256i ae = _mm256_and_si256(a, m4), be = _mm256_and_si256(b, m4);
+            __m256i ap = _mm256_or_si256(ae, _mm256_srli_epi64(ae, 28));
+            __m256i bp = _mm256_or_si256(be, _mm256_srli_epi64(be, 28));
+            /* the pair sits in the even 32-bit lane of each 64-bit half */
+            __m256i idx = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+            __m256i pa = _mm256_permutevar8x32_epi32(ap, idx), pb = _mm256_permutevar8x32_epi32(bp, idx);
+            __m256i c = _mm256_blend_epi32(pa, pb, 0xf0);
+            lb_v_store8(out + (l >> 1), c);
+        }
+    } else if (q->pair == 2) {
+        for (; l + 8 <= L; l += 8) {
+            __m256i a = _mm256_and_si256(lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s0 + l), b0, l), q->code), m4);
+            __m256i b = s1 ? _mm256_and_si256(lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s1 + l), b1, l), q->code), m4)
+                           : _mm256_setzero_si256();
+            lb_v_store8(out + l, _mm256_or_si256(a, _mm256_slli_epi32(b, 4)));
+        }
+    } else {
+        for (; l + 32 <= L; l += 32)
+            _mm256_storeu_si256((__m256i*)(out + l), lb_v_codes32(q, s0, b0, l));
+        for (; l + 8 <= L; l += 8) {
+            __m256i c = lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s0 + l), b0, l), q->code);
+            if (q->code == LB_S4) c = _mm256_srai_epi32(_mm256_slli_epi32(c, 28), 28);
+            lb_v_store8(out + l, c);
+        }
+    }
+    if (l < L) lb_quant_row_scalar(q, s0, s1, b0, b1, out, l, L);
+}
+
+LB_TGT static void lb_quant_row_avx2(const lb_q_t* q, const float* s0, const float* s1, int64_t b0,
+                                     int64_t b1, uint8_t* out, int64_t L) {
+    switch (q->code) {
+        case LB_S4: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_S4); break;
+        case LB_U4: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_U4); break;
+        case LB_S8: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_S8); break;
+        case LB_U8: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_U8); break;
+        case LB_E4M3: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_E4M3); break;
+        default: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_E5M2); break;
+    }
+}
+#endif
+
+/* One output row: row s0 (and s1 for pairs across rows; NULL = zero nibbles) of L floats. */
+static void lb_quant_row(const lb_q_t* q, const float* s0, const float* s1, int64_t b0, int64_t b1,
+                         uint8_t* out, int64_t L) {
+#if LB_X86
+    if (lb_simd && q->colidx == NULL) { lb_quant_row_avx2(q, s0, s1, b0, b1, out, L); return; }
+#endif
+    lb_quant_row_scalar(q, s0, s1, b0, b1, out, 0, L);
+}
+
+/* One tile of a blocked destination whose inner blocks cover the last two dims (BA16a64b4a:
+ * 16 x 64): the tile's rows are quantized one code a byte into `buf` (Ta x Tb, in L1; rows
+ * and columns past the tensor's edge are zero, which is the padding), then gathered into the
+ * tile's physical order: physical element p of the tile is buf[tab[p]], two a byte (low
+ * nibble first) when `nib`. One pass over the source, one write of the destination. */
+typedef struct {
+    const float* src;        /* f32 rows */
+    const int64_t* row_off;  /* element offset of each logical row (C order over dims[:-1]) */
+    const int64_t* qbase;    /* scale-table index of each logical row, or NULL */
+    const int32_t* tab;      /* Ta * Tb: physical position in the tile -> logical i * Tb + j */
+    int64_t Ta, Tb, K, N;    /* tile and the last two dims */
+    int nib;
+    int fast;                /* X of a BA{Ta}a{Tb}b{X}a tile (2 or 4) with Tb % 32 == 0, packed; else 0 */
+} lb_tile_t;
+
+#if LB_X86
+#ifndef LB_AHEAD
+#define LB_AHEAD 512       /* floats ahead of the current column (2 KB) */
+#endif
+/* A whole BA{Ta}a{Tb}b{X}a tile, nibbles: physical byte (am, b, p) is the pair of rows
+ * am * X + 2p and + 1 at column b. Quantized 32 columns at a time straight into place. */
+LB_TGT static inline __attribute__((always_inline)) void
+lb_quant_tile_fast_body(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, int64_t col0,
+                        uint8_t* dst, int code) {
+    /* a local copy with a constant code: the byte stores below may alias *q0, so without it
+     * every vector would reload the fields and re-dispatch on the code */
+    lb_q_t lq = *q0;
+    const lb_q_t* q = &lq;
+    lq.code = code;
+    int64_t Ta = T->Ta, Tb = T->Tb, X = T->fast;
+    const __m256i lo4 = _mm256_set1_epi8(0x0f), hi4 = _mm256_set1_epi8((char)0xf0);
+    for (int64_t am = 0; am < Ta / X; am++) {
+        const float* s[4];
+        int64_t bs[4];
+        for (int64_t x = 0; x < X; x++) {
+            int64_t r = row0 + am * X + x;
+            s[x] = T->src + T->row_off[r] + col0;
+            bs[x] = T->qbase ? T->qbase[r] + col0 * q->colstep : 0;
+        }
+        uint8_t* o = dst + am * Tb * (X / 2);
+        for (int64_t b = 0; b < Tb; b += 32) {
+            /* the rows of a tile are 16 concurrent streams in the source: fetch ahead */
+            for (int64_t x = 0; x < X; x++) {
+                _mm_prefetch((const char*)(s[x] + b + LB_AHEAD), _MM_HINT_T0);
+                _mm_prefetch((const char*)(s[x] + b + LB_AHEAD + 16), _MM_HINT_T0);
+            }
+            __m256i c[4];
+            __m256 iv[4], zv[4];
+            for (int64_t x = 0; x < X; x++) {
+                if (x == 0 || bs[x] != bs[x - 1]) {   /* rows of one group share the vectors */
+                    for (int k = 0; k < 4; k++) {
+                        int64_t at = bs[x] + (q->colstep ? b + 8 * k : 0);
+                        iv[k] = q->inv ? (q->colstep ? _mm256_loadu_ps(q->inv + at) : _mm256_set1_ps(q->inv[at]))
+                                       : _mm256_set1_ps(1.0f);
+                        zv[k] = q->zp ? (q->colstep ? _mm256_loadu_ps(q->zp + at) : _mm256_set1_ps(q->zp[at]))
+                                      : _mm256_setzero_ps();
+                    }
+                }
+                c[x] = lb_v_codes32_v(code, s[x] + b, iv, zv, q->inv != NULL, q->zp != NULL);
+            }
+            __m256i p0 = _mm256_or_si256(_mm256_and_si256(c[0], lo4),
+                                         _mm256_and_si256(_mm256_slli_epi16(c[1], 4), hi4));
+            if (X == 2) {
+                _mm256_storeu_si256((__m256i*)(o + b), p0);
+                continue;
+            }
+            __m256i p1 = _mm256_or_si256(_mm256_and_si256(c[2], lo4),
+                                         _mm256_and_si256(_mm256_slli_epi16(c[3], 4), hi4));
+            __m256i u = _mm256_unpacklo_epi8(p0, p1), v = _mm256_unpackhi_epi8(p0, p1);
+            _mm256_storeu_si256((__m256i*)(o + 2 * b), _mm256_permute2x128_si256(u, v, 0x20));
+            _mm256_storeu_si256((__m256i*)(o + 2 * b + 32), _mm256_permute2x128_si256(u, v, 0x31));
+        }
+    }
+}
+
+LB_TGT static void lb_quant_tile_fast(const lb_q_t* q, const lb_tile_t* T, int64_t row0,
+                                      int64_t col0, uint8_t* dst) {
+    if (q->code == LB_S4) lb_quant_tile_fast_body(q, T, row0, col0, dst, LB_S4);
+    else lb_quant_tile_fast_body(q, T, row0, col0, dst, LB_U4);
+}
+#endif
+
+static void lb_quant_tile(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, int64_t col0,
+                          uint8_t* dst, uint8_t* buf) {
+    lb_q_t q = *q0;
+    int64_t Ta = T->Ta, Tb = T->Tb, n = Ta * Tb;
+    int64_t nrows = T->K - row0 % T->K, ncols = T->N - col0;
+    if (nrows > Ta) nrows = Ta;
+    if (ncols > Tb) ncols = Tb;
+#if LB_X86
+    if (T->fast && lb_simd && q.colidx == NULL && nrows == Ta && ncols == Tb) {
+        lb_quant_tile_fast(&q, T, row0, col0, dst);
+        return;
+    }
+#endif
+    q.pair = 0;
+    if (q.colidx) q.colidx += col0;
+    for (int64_t i = 0; i < Ta; i++) {
+        uint8_t* b = buf + i * Tb;
+        if (i >= nrows) { memset(b, 0, (size_t)Tb); continue; }
+        int64_t r = row0 + i;
+        int64_t base = T->qbase ? T->qbase[r] + (q.colidx ? 0 : col0 * q.colstep) : 0;
+        lb_quant_row(&q, T->src + T->row_off[r] + col0, NULL, base, 0, b, ncols);
+        if (ncols < Tb) memset(b + ncols, 0, (size_t)(Tb - ncols));
+    }
+    const int32_t* tab = T->tab;
+    if (T->nib) {
+        for (int64_t k = 0; k < n; k += 2)
+            dst[k >> 1] = (uint8_t)((buf[tab[k]] & 0xfu) | (buf[tab[k + 1]] << 4));
+    } else {
+        for (int64_t k = 0; k < n; k++) dst[k] = buf[tab[k]];
+    }
+}
+
+/* Nibble packing of n one-per-byte codes (element i -> byte i/2, low nibble when i is even). */
+static void lb_pack(const uint8_t* c, uint8_t* out, int64_t n) {
+    int64_t i = 0;
+    for (; i + 1 < n; i += 2) out[i >> 1] = (uint8_t)((c[i] & 0xf) | ((c[i + 1] & 0xf) << 4));
+    if (i < n) out[i >> 1] = (uint8_t)(c[i] & 0xf);
+}
+
+/* The way back: n codes, s4 sign-extended to a byte (as ml_dtypes stores int4). */
+static void lb_unpack(const uint8_t* p, uint8_t* out, int64_t n, int is_signed) {
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t v = (p[i >> 1] >> ((i & 1) * 4)) & 0xfu;
+        out[i] = is_signed ? (uint8_t)(int8_t)((int32_t)(v ^ 8u) - 8) : (uint8_t)v;
+    }
+}
+
+/* codes -> f32: v = scale * (float(code) - zp), in that order and in f32 */
+static void lb_dequant_row(int code, const uint8_t* c, float* out, int64_t L, const float* sc,
+                           const float* zp, const int64_t* colidx, int64_t base) {
+    for (int64_t l = 0; l < L; l++) {
+        float v;
+        switch (code) {
+            case LB_E4M3: v = lb_e4m3_to_f32(c[l]); break;
+            case LB_E5M2: v = lb_e5m2_to_f32(c[l]); break;
+            case LB_S4: case LB_S8: v = (float)(int8_t)c[l]; break;
+            default: v = (float)c[l]; break;
+        }
+        int64_t idx = base + (colidx ? colidx[l] : 0);
+        if (zp) v = v - zp[idx];
+        if (sc) v = sc[idx] * v;
+        out[l] = v;
+    }
+}
+
+#endif

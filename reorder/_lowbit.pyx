@@ -1,0 +1,156 @@
+# cython: language_level=3
+"""Low-bit kernels: f32 -> f8 / s4 / u4 / s8 / u8 codes with grouped scales and zero points
+(nibble pairs packed on the way), nibble packing and unpacking, and codes -> f32. The
+arithmetic lives in _lowbit.h; these loops cut the work into rows for OpenMP. The planner
+side (lowbit.py) has checked every size and address; nothing here raises."""
+from libc.stdint cimport int32_t, int64_t, uint8_t, uintptr_t
+from cython.parallel cimport threadid
+from cython.parallel cimport prange
+import numpy as np
+
+from reorder._omp cimport omp_get_max_threads
+
+cdef extern from "_lowbit.h" nogil:
+    ctypedef struct lb_q_t:
+        int code
+        int pair
+        const float* inv
+        const float* zp
+        const int64_t* colidx
+        int64_t colstep
+    int lb_simd
+    void lb_detect()
+    void lb_quant_row(const lb_q_t* q, const float* s0, const float* s1, int64_t b0, int64_t b1,
+                      uint8_t* out, int64_t L)
+    ctypedef struct lb_tile_t:
+        const float* src
+        const int64_t* row_off
+        const int64_t* qbase
+        const int32_t* tab
+        int64_t Ta, Tb, K, N
+        int nib
+        int fast
+    void lb_quant_tile(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, int64_t col0,
+                       uint8_t* dst, uint8_t* buf)
+    void lb_pack(const uint8_t* c, uint8_t* out, int64_t n)
+    void lb_unpack(const uint8_t* p, uint8_t* out, int64_t n, int is_signed)
+    void lb_dequant_row(int code, const uint8_t* c, float* out, int64_t L, const float* sc,
+                        const float* zp, const int64_t* colidx, int64_t base)
+
+lb_detect()
+
+CODES = {"s4": 0, "u4": 1, "s8": 2, "u8": 3, "f8_e4m3": 4, "f8_e5m2": 5}
+
+
+def simd_available():
+    """True when the AVX2 + F16C rows run (detected once, at import)."""
+    return bool(lb_simd)
+
+
+def set_simd(bint on):
+    """Turn the AVX2 rows off (tests compare both paths) or back on where the CPU has them."""
+    global lb_simd
+    lb_detect()
+    if not on:
+        lb_simd = 0
+
+
+cdef inline const float* _fptr(a):
+    return NULL if a is None else <const float*><uintptr_t>a.ctypes.data
+
+
+cdef inline const int64_t* _iptr(a):
+    return NULL if a is None else <const int64_t*><uintptr_t>a.ctypes.data
+
+
+def quant_rows(uintptr_t src, const int64_t[::1] row0, const int64_t[::1] row1,
+               const int64_t[::1] base0, const int64_t[::1] base1, uintptr_t out,
+               int64_t out_row, int64_t L, str code, int pair, inv, zp, colidx, int64_t colstep,
+               int nthreads):
+    """Output row o (out + o * out_row bytes) from the f32 rows at element offsets row0[o] (and
+    row1[o] for pairs across rows, -1 for a zero nibble); scale-table row bases base0/base1."""
+    cdef lb_q_t q
+    q.code = CODES[code]
+    q.pair = pair
+    q.inv = _fptr(inv)
+    q.zp = _fptr(zp)
+    q.colidx = _iptr(colidx)
+    q.colstep = colstep
+    cdef int64_t n = row0.shape[0], o
+    cdef const float* s = <const float*>src
+    cdef uint8_t* d = <uint8_t*>out
+    with nogil:
+        for o in prange(n, num_threads=nthreads, schedule="static", use_threads_if=nthreads > 1):
+            lb_quant_row(&q, s + row0[o], (s + row1[o]) if row1[o] >= 0 else NULL,
+                         base0[o], base1[o], d + o * out_row, L)
+
+
+def quant_tiles(uintptr_t src, const int64_t[::1] row_off, qbase, str code, inv, zp, colidx,
+                int64_t colstep, const int32_t[::1] tab, int64_t Ta, int64_t Tb, int64_t K,
+                int64_t N, bint nib, int fast, const int64_t[::1] tile_off, const int64_t[::1] tile_row,
+                const int64_t[::1] tile_col, uintptr_t out, int nthreads):
+    """Quantize f32 rows straight into a blocked destination, one tile (Ta x Tb logical
+    elements, contiguous in the destination) at a time: tile t starts at byte tile_off[t] of
+    out, at logical row tile_row[t] (C order over dims[:-1]) and column tile_col[t]."""
+    cdef lb_q_t q
+    q.code = CODES[code]
+    q.pair = 0
+    q.inv = _fptr(inv)
+    q.zp = _fptr(zp)
+    q.colidx = _iptr(colidx)
+    q.colstep = colstep
+    cdef lb_tile_t T
+    T.src = <const float*>src
+    T.row_off = &row_off[0] if row_off.shape[0] else NULL
+    T.qbase = _iptr(qbase)
+    T.tab = &tab[0]
+    T.Ta, T.Tb, T.K, T.N = Ta, Tb, K, N
+    T.nib = nib
+    T.fast = fast
+    cdef int64_t n = tile_off.shape[0], t
+    cdef uint8_t* d = <uint8_t*>out
+    if n == 0:
+        return
+    nthreads = max(1, min(nthreads, n))
+    scratch = np.empty(nthreads * Ta * Tb, np.uint8)     # one L1 tile buffer per thread
+    cdef uint8_t[::1] sb = scratch
+    cdef uint8_t* bufs = &sb[0]
+    with nogil:
+        for t in prange(n, num_threads=nthreads, schedule="static", use_threads_if=nthreads > 1):
+            lb_quant_tile(&q, &T, tile_row[t], tile_col[t], d + tile_off[t],
+                          bufs + threadid() * Ta * Tb)
+
+
+def pack(uintptr_t codes, uintptr_t out, int64_t n, int nthreads):
+    """n one-per-byte codes -> (n + 1) // 2 bytes, element i in byte i // 2 (low nibble first)."""
+    cdef int64_t chunk = ((n // max(nthreads, 1)) | 1) + 1, t, nch = (n + chunk - 1) // chunk if n else 0
+    cdef const uint8_t* c = <const uint8_t*>codes
+    cdef uint8_t* d = <uint8_t*>out
+    with nogil:
+        for t in prange(nch, num_threads=nthreads, schedule="static", use_threads_if=nthreads > 1):
+            lb_pack(c + t * chunk, d + t * chunk // 2, min(chunk, n - t * chunk))
+
+
+def unpack(uintptr_t packed, uintptr_t out, int64_t n, bint is_signed, int nthreads):
+    """The inverse of pack(); s4 values are sign-extended bytes."""
+    cdef int64_t chunk = ((n // max(nthreads, 1)) | 1) + 1, t, nch = (n + chunk - 1) // chunk if n else 0
+    cdef const uint8_t* p = <const uint8_t*>packed
+    cdef uint8_t* d = <uint8_t*>out
+    with nogil:
+        for t in prange(nch, num_threads=nthreads, schedule="static", use_threads_if=nthreads > 1):
+            lb_unpack(p + t * chunk // 2, d + t * chunk, min(chunk, n - t * chunk), is_signed)
+
+
+def dequant_rows(str code, uintptr_t src, int64_t rows, int64_t L, uintptr_t out, scales, zp,
+                 colidx, const int64_t[::1] base, int nthreads):
+    """rows x L codes (contiguous) -> rows x L f32: v = scale * (code - zp)."""
+    cdef int c = CODES[code]
+    cdef const float* sc = _fptr(scales)
+    cdef const float* z = _fptr(zp)
+    cdef const int64_t* ci = _iptr(colidx)
+    cdef const uint8_t* s = <const uint8_t*>src
+    cdef float* d = <float*>out
+    cdef int64_t o
+    with nogil:
+        for o in prange(rows, num_threads=nthreads, schedule="static", use_threads_if=nthreads > 1):
+            lb_dequant_row(c, s + o * L, d + o * L, L, sc, z, ci, base[o] if sc != NULL or z != NULL else 0)

@@ -2,6 +2,8 @@
 
 REORDER_OPENMP=auto (default) probes and falls back to serial kernels; 0 forces serial;
 1 fails loudly if OpenMP is unavailable. REORDER_DEBUG=1 builds with bounds checks on.
+REORDER_SANITIZE=1 (gcc/clang) adds AddressSanitizer and UBSan, stopping at the first error;
+load the result with LD_PRELOAD of the compiler's libasan (.ci/checked-build shows how).
 """
 import os
 import sys
@@ -23,6 +25,12 @@ PROBE = textwrap.dedent("""
 """)
 
 
+# Any out-of-bounds access or undefined behaviour aborts the process instead of printing on.
+# -O1 (after -O3, so it wins): gcc takes many minutes on the instrumented kernels at -O3.
+SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
+            "-g", "-O1"]
+
+
 def openmp_flags(compiler_type):
     if compiler_type == "msvc":
         return ["/openmp"], []
@@ -41,12 +49,19 @@ class BuildExt(build_ext):
         if mode == "1" and not enabled:
             raise RuntimeError("REORDER_OPENMP=1 but this compiler cannot compile and link OpenMP code")
         print(f"reorder: OpenMP {'on' if enabled else 'OFF (serial kernels)'}")
+        sanitize = os.environ.get("REORDER_SANITIZE", "0").strip() == "1"
+        if sanitize and self.compiler.compiler_type == "msvc":
+            raise RuntimeError("REORDER_SANITIZE=1 needs gcc or clang")
         for ext in self.extensions:
             if enabled:
                 ext.extra_compile_args += cflags
                 ext.extra_link_args += ldflags
+            if sanitize:
+                ext.extra_compile_args += SANITIZE
+                ext.extra_link_args += SANITIZE
             # Recorded in the module so show_config() can print what the kernels were built with.
-            flags = " ".join(ext.extra_compile_args).replace('"', "")
+            flags = " ".join(ext.extra_compile_args + (["REORDER_DEBUG=1"] if debug else []))
+            flags = flags.replace('"', "")
             ext.define_macros.append(("REORDER_BUILD_FLAGS", f'"{flags}"'))
         super().build_extensions()
 

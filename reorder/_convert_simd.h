@@ -221,7 +221,8 @@ rq_put8(char* d, const __m512i w[8], int nt) {
 #define RQ_TILE_T(SN, SSIZE, DN, DSIZE, TGT, ST)                                               \
 /* The common case of the 16-bit path below: all 16 rows valid, one row stride, dense        \
    output lines (nChw16c). Its own function, so that the loop keeps two row bases and a      \
-   stride in registers instead of 16 pointers spilled beside the tile's other state (6%).  */ \
+   stride in registers instead of 16 pointers spilled beside the tile's other state        \
+   (docs/int8.md has the measurements). */                                                    \
 TGT static inline __attribute__((always_inline)) void                                          \
 rq_rows16_put_##SN##_##DN(const char* p0, const char* p8, int64_t rs, char* d, int nt) {       \
     __m512i w[8];                                                                               \
@@ -235,7 +236,7 @@ rq_rows16_put_##SN##_##DN(const char* p0, const char* p8, int64_t rs, char* d, i
     tr16x16_w16(w);                                                                             \
     rq_put8(d, w, nt);                                                                          \
 }                                                                                               \
-/* Two chunks per step: each row is then read 128 bytes at a time, two whole lines (4%). */   \
+/* Two chunks per step: each row is then read 128 bytes at a time, two whole lines. */        \
 TGT static __attribute__((noinline)) void                                                      \
 rq_rows16_##SN##_##DN(const char* p0, int64_t rs, char* d, int64_t nchunks, int nt) {          \
     const char* p8 = p0 + 8 * rs;                                                               \
@@ -441,6 +442,17 @@ rq_w_lines4(__m512i a, __m512i b, __m512i c, __m512i e, uint8_t* d, int64_t step
     rq_w_put4(l, d, step, sum, acc);
 }
 
+/* 128-bit lane t (0-3) of P. The intrinsic takes an immediate; a loop index is one only
+   once the loop is unrolled, which -O1 (the sanitizer build) does not do. */
+RQ_TGT_VBMI static inline __attribute__((always_inline)) __m128i rq_w_lane(__m512i P, int t) {
+    switch (t) {
+    case 0: return _mm512_castsi512_si128(P);
+    case 1: return _mm512_extracti32x4_epi32(P, 1);
+    case 2: return _mm512_extracti32x4_epi32(P, 2);
+    default: return _mm512_extracti32x4_epi32(P, 3);
+    }
+}
+
 #define RQ_W(SN, SSIZE, DN)                                                                     \
 RQ_TGT_VBMI static inline __attribute__((always_inline)) void                                   \
 rq_w_body_##SN##_##DN(const void* src_, void* dst_, const rq_w_t* k, const rq_math_t* m,         \
@@ -496,7 +508,7 @@ rq_w_body_##SN##_##DN(const void* src_, void* dst_, const rq_w_t* k, const rq_ma
             else                                                                                \
                 for (int t = 0; t < S - 4 * q; t++)                                             \
                     _mm_store_si128((__m128i*)(tb + (t * 16 + o) * 16),                         \
-                                    _mm512_extracti32x4_epi32(P, t));                           \
+                                    rq_w_lane(P, t));                                           \
         }                                                                                       \
     }                                                                                           \
     /* four s at a time: 16 o registers of [s'][i4] dwords, a 16x16 dword transpose, and the  \

@@ -106,9 +106,42 @@ def test_quantize_takes_reorders_spelling_of_scales():
 
 # --- caches under Python threads -------------------------------------------------------------
 
-def test_plan_caches_under_eight_python_threads():
+def test_signature_cache_eviction_under_eight_python_threads():
+    """The eviction itself, hammered: 8 threads insert distinct keys into one cache of 4, so
+    each insert evicts. Unlocked, two threads popped the same oldest key (KeyError) or
+    iterated while another inserted ("dictionary changed size")."""
+    from reorder import api
+    cache, errors, barrier = {}, [], threading.Barrier(8)
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+
+    def work(t):
+        try:
+            barrier.wait()
+            for k in range(20_000):
+                api._remember(cache, (t, k), k, 4)
+        except Exception as exc:
+            errors.append((t, repr(exc)))
+
+    try:
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(120)
+    finally:
+        sys.setswitchinterval(old)
+    assert not errors, errors[:3]
+    assert len(cache) == 4 and all(cache[key] == key[1] for key in cache)
+
+
+def test_plan_caches_under_eight_python_threads(monkeypatch):
     """8 threads each reorder many distinct shapes at once, enough to evict from every
     cache many times over; every result must be right and nothing may raise."""
+    from reorder import api
+    # tiny signature caches: every call evicts, so two threads evict at once many times
+    monkeypatch.setattr(api, "_BY_KEY_MAX", 2)
+    monkeypatch.setattr(api, "_QUANTIZE_MAX", 2)
     old = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)         # switch threads as often as possible
     errors, barrier = [], threading.Barrier(8)

@@ -6,7 +6,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .. import __version__
+from .._version import __version__
 from . import progress as prog
 from .buffers import BufferPool
 from .errors import ConvertError

@@ -374,7 +374,7 @@ static const char* reorder_tile_name(int size, int64_t na, int nt) {
     int avx2 = on && reorder_tile_bits >= 256 && reorder_have_avx2();
     switch (size) {
     case 1: return avx2 ? (na >= 32 ? "avx2 bytes 32x16" : "avx2 bytes 16x32") : "portable";
-    case 2: return avx2 ? "avx2 words 16x16" : "portable";
+    case 2: return avx2 ? (na >= 32 ? "avx2 words 16x8" : "avx2 words 16x16") : "portable";
     case 4: return avx512 ? "avx512 16x16" : avx2 ? "avx2 8x8" : "portable";
     case 64: return nt && on && reorder_have_avx512() ? "avx512 streamed lines" : "portable";
     default: return "portable";

@@ -47,6 +47,28 @@ static inline void tr16x16_w16_avx2(__m256i r[16]) {
     }
 }
 
+/* In each 128-bit lane: r[i] = row i (8 words); on return r[j] = column j. Eight registers
+ * in and eight temporaries: no spills, unlike the 16x16 tile. */
+__attribute__((target("avx2")))
+static inline void tr8x8_w16_lanes(__m256i r[8]) {
+    __m256i t[8];
+    for (int k = 0; k < 4; k++) {           /* columns 0-3 / 4-7 of rows 2k, 2k+1 */
+        t[2 * k] = _mm256_unpacklo_epi16(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm256_unpackhi_epi16(r[2 * k], r[2 * k + 1]);
+    }
+    for (int g = 0; g < 2; g++) {           /* r[4g+m]: columns 2m, 2m+1 of rows 4g..4g+3 */
+        r[4 * g + 0] = _mm256_unpacklo_epi32(t[4 * g], t[4 * g + 2]);
+        r[4 * g + 1] = _mm256_unpackhi_epi32(t[4 * g], t[4 * g + 2]);
+        r[4 * g + 2] = _mm256_unpacklo_epi32(t[4 * g + 1], t[4 * g + 3]);
+        r[4 * g + 3] = _mm256_unpackhi_epi32(t[4 * g + 1], t[4 * g + 3]);
+    }
+    for (int m = 0; m < 4; m++) {
+        t[2 * m] = _mm256_unpacklo_epi64(r[m], r[4 + m]);
+        t[2 * m + 1] = _mm256_unpackhi_epi64(r[m], r[4 + m]);
+    }
+    for (int c = 0; c < 8; c++) r[c] = t[c];
+}
+
 /* In each 128-bit lane: r[i] = row i (16 bytes); on return r[j] = column j. */
 __attribute__((target("avx2")))
 static inline void tr16x16_u8_lanes(__m256i r[16]) {
@@ -128,8 +150,8 @@ REORDER_EDGE(uint8_t)
 REORDER_EDGE(uint16_t)
 
 __attribute__((target("avx2")))
-static void tile_avx2_u16(const uint16_t* src, const arows_t* A, int64_t na, uint16_t* dst,
-                          const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
+static void tile_avx2_u16_square(const uint16_t* src, const arows_t* A, int64_t na, uint16_t* dst,
+                                 const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
     __m256i r[16];
     int64_t soff[16], off[16];
     uint32_t vm, wm;
@@ -151,6 +173,37 @@ static void tile_avx2_u16(const uint16_t* src, const arows_t* A, int64_t na, uin
                 for (int j = 0; j < 16; j++) _mm256_stream_si256((__m256i*)(d0 + 16 * j), r[j]);
             else
                 for (int j = 0; j < 16; j++) store_part(dst + off[j] + a0, r[j], 2 * nw);
+        }
+        edge_uint16_t(src, soff, vm, wm, n, a0, dst, rows, bs, bvec, nbv, nbw);
+    }
+}
+
+/* 16 rows x 8 columns of words, for long A: lane k of row register i is tile row 8k + i, so
+ * column register j is 16 words of dst row b0 + j. */
+__attribute__((target("avx2")))
+static void tile_avx2_u16_tall(const uint16_t* src, const arows_t* A, int64_t na, uint16_t* dst,
+                               const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw) {
+    __m256i r[8];
+    int64_t soff[16], off[8];
+    uint32_t vm, wm;
+    int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)7;
+    for (int64_t a0 = 0; a0 < na; a0 += 16) {
+        int n = na - a0 < 16 ? (int)(na - a0) : 16;
+        arow_block(A, a0, n, soff, &vm, &wm);
+        if (!wm) continue;
+        int nw = prefix_rows(wm);
+        int64_t bvec = nw > 0 ? bfull : 0;
+        for (int64_t b0 = 0; b0 < bvec; b0 += 8) {
+            row_offsets(rows, bs + b0, 8, off, 0);
+            for (int i = 0; i < 8; i++) {
+                __m128i lo = (vm >> i) & 1u ? _mm_loadu_si128((const __m128i*)(src + soff[i] + b0))
+                                            : _mm_setzero_si128();
+                __m128i hi = (vm >> (8 + i)) & 1u
+                    ? _mm_loadu_si128((const __m128i*)(src + soff[8 + i] + b0)) : _mm_setzero_si128();
+                r[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+            }
+            tr8x8_w16_lanes(r);
+            for (int j = 0; j < 8; j++) store_part(dst + off[j] + a0, r[j], 2 * nw);
         }
         edge_uint16_t(src, soff, vm, wm, n, a0, dst, rows, bs, bvec, nbv, nbw);
     }
@@ -226,6 +279,15 @@ static void tile_avx2_u8_tall(const uint8_t* src, const arows_t* A, int64_t na, 
         }
         edge_uint8_t(src, soff, vm, wm, n, a0, dst, rows, bs, bvec, nbv, nbw);
     }
+}
+
+__attribute__((target("avx2")))
+static void tile_avx2_u16(const uint16_t* src, const arows_t* A, int64_t na, uint16_t* dst,
+                          const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
+    if (na >= 32)
+        tile_avx2_u16_tall(src, A, na, dst, rows, bs, nbv, nbw);
+    else
+        tile_avx2_u16_square(src, A, na, dst, rows, bs, nbv, nbw, nt);
 }
 
 __attribute__((target("avx2")))

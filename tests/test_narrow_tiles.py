@@ -75,7 +75,7 @@ def test_narrow_tile_matches_reference(simd, streaming, stag, dtag, dims, dtype)
         if simd is False:
             assert tile == "portable"
         elif p.src.dtype.itemsize == 2:
-            assert tile == "avx2 words 16x16", p.explain()
+            assert tile.startswith("avx2 words"), (tile, p.explain())
         else:
             assert tile.startswith("avx2 bytes"), (tile, p.explain())
     for threads in (1, 2, 3):
@@ -87,8 +87,8 @@ def test_narrow_tile_matches_reference(simd, streaming, stag, dtag, dims, dtype)
 # the tile each activation case must take, by element size (with any SIMD path)
 TILE_OF = [
     ("nchw", "nChw16c", (2, 48, 20, 20), {2: "avx2 words 16x16", 1: "avx2 bytes 16x32"}),
-    ("nChw16c", "nchw", (2, 48, 20, 20), {2: "avx2 words 16x16", 1: "avx2 bytes 32x16"}),
-    ("nchw", "nhwc", (2, 48, 20, 20), {2: "avx2 words 16x16", 1: "avx2 bytes 32x16"}),
+    ("nChw16c", "nchw", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 32x16"}),
+    ("nchw", "nhwc", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 32x16"}),
 ]
 
 

@@ -17,6 +17,9 @@ __all__ = ["CopyKernel", "TransposeKernel", "GenericKernel"]
 # Runs shorter than this spread over too many write streams for streaming stores to pay
 # (docs/kernels.md).
 _STREAM_MIN_RUN_BYTES = 1024
+# A tile work item's dst footprint (B slice x A row bytes) stays under this, so the lines its
+# row blocks of A fill in turn are still in L2 when the next block comes (nchw -> nhwc: A = c).
+_TILE_DST_BYTES = 128 << 10
 
 
 def _node_array(nodes):
@@ -130,6 +133,8 @@ class TransposeKernel(Kernel):
         # enough (outer, B-slice) work items for a static split to balance 2+ threads
         per = -(-16 // outer) if outer < 16 else 1
         slice_ = n if per == 1 else min(n, max(step, _round_up(-(-n // per), step)))
+        height = prob.nodes[-1].extent * (prob.nodes[ia].extent if ia is not None else 1)
+        slice_ = min(slice_, max(step, _TILE_DST_BYTES // (height * prob.itemsize) // step * step))
         limits = {d: (v, pad) for d, v, pad in prob.checked}
         checked_node = c if c is not None and c.dim >= 0 else b
         valid, alloc = limits.get(checked_node.dim, (0, 0))

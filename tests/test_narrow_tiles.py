@@ -88,7 +88,7 @@ def test_narrow_tile_matches_reference(simd, streaming, stag, dtag, dims, dtype)
 TILE_OF = [
     ("nchw", "nChw16c", (2, 48, 20, 20), {2: "avx2 words 16x16", 1: "avx2 bytes 16x32"}),
     ("nChw16c", "nchw", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 32x16"}),
-    ("nchw", "nhwc", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 32x16"}),
+    ("nchw", "nhwc", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 16x32"}),
 ]
 
 

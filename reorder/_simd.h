@@ -368,15 +368,15 @@ static inline void copy_bytes(void* d, const void* s, int64_t nbytes, int nt) {
 
 /* The tile path tile_tN takes now for elements of `size` bytes and `na` tile rows (tests
  * assert it, so a path that silently falls back is caught). */
-static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int nt) {
+static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int64_t nb, int nt) {
     int on = REORDER_X86 && !reorder_simd_disabled;
     int avx512 = on && reorder_tile_bits == 512 && reorder_have_avx512();
     int avx2 = on && reorder_tile_bits >= 256 && reorder_have_avx2();
 #if REORDER_X86
-    if (avx2 && size == 1) return narrow_tall(A, na, 1) ? "avx2 bytes 32x16" : "avx2 bytes 16x32";
-    if (avx2 && size == 2) return narrow_tall(A, na, 2) ? "avx2 words 16x8" : "avx2 words 16x16";
+    if (avx2 && size == 1) return narrow_tall(A, na, nb, 1) ? "avx2 bytes 32x16" : "avx2 bytes 16x32";
+    if (avx2 && size == 2) return narrow_tall(A, na, nb, 2) ? "avx2 words 16x8" : "avx2 words 16x16";
 #endif
-    (void)A; (void)na;
+    (void)A; (void)na; (void)nb;
     switch (size) {
     case 4: return avx512 ? "avx512 16x16" : avx2 ? "avx2 8x8" : "portable";
     case 64: return nt && on && reorder_have_avx512() ? "avx512 streamed lines" : "portable";

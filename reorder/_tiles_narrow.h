@@ -95,11 +95,12 @@ static inline void tr16x16_u8_lanes(__m256i r[16]) {
 }
 
 /* The tall tiles (rows of two blocks in one register) when A is long and its rows lie close
- * together in src (nChw16c -> nchw: one pixel's 16 channels each). With A's rows far apart
+ * together in src (nChw16c -> nchw: one pixel's 16 channels each), or B is too narrow for
+ * the wide byte tile's 32 columns (OIhw16i16o -> oihw: B = o16). With A's rows far apart
  * (nchw -> nhwc: whole channel planes), 32 rows would be 32 read streams, and the byte tile
  * keeps to 16 rows. */
-static inline int narrow_tall(const arows_t* A, int64_t na, int size) {
-    return na >= 32 && (size == 2 || (A->nlo == 0 && A->slo * size <= 64));
+static inline int narrow_tall(const arows_t* A, int64_t na, int64_t nb, int size) {
+    return na >= 32 && (size == 2 || nb < 32 || (A->nlo == 0 && A->slo * size <= 64));
 }
 
 /* The number of written rows when they are a prefix of the block, else -1. */
@@ -292,7 +293,7 @@ static void tile_avx2_u8_tall(const uint8_t* src, const arows_t* A, int64_t na, 
 __attribute__((target("avx2")))
 static void tile_avx2_u16(const uint16_t* src, const arows_t* A, int64_t na, uint16_t* dst,
                           const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
-    if (narrow_tall(A, na, 2))
+    if (narrow_tall(A, na, nbw, 2))
         tile_avx2_u16_tall(src, A, na, dst, rows, bs, nbv, nbw);
     else
         tile_avx2_u16_square(src, A, na, dst, rows, bs, nbv, nbw, nt);
@@ -301,7 +302,7 @@ static void tile_avx2_u16(const uint16_t* src, const arows_t* A, int64_t na, uin
 __attribute__((target("avx2")))
 static void tile_avx2_u8(const uint8_t* src, const arows_t* A, int64_t na, uint8_t* dst,
                          const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
-    if (narrow_tall(A, na, 1))
+    if (narrow_tall(A, na, nbw, 1))
         tile_avx2_u8_tall(src, A, na, dst, rows, bs, nbv, nbw);
     else
         tile_avx2_u8_wide(src, A, na, dst, rows, bs, nbv, nbw, nt);

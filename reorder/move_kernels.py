@@ -103,15 +103,17 @@ class TransposeKernel(Kernel):
         b = nodes[ib]
         if b.ds < a.extent or (b.dim >= 0 and b.dim == a.dim):
             return None
-        # a node continuing B in src makes longer, full tiles (hw then i16 in OIhw16i16o)
-        ic = next((i for i in range(last) if i != ib and nodes[i].ss == b.extent
-                   and nodes[i].ds >= a.extent and b.dim < 0
-                   and (nodes[i].dim < 0 or nodes[i].dim != a.dim)), None)
-        # a short A continued in dst makes taller tiles (i4 then o16 in OIhw4i16o4i)
-        checked_b = nodes[ic].dim if ic is not None and nodes[ic].dim >= 0 else b.dim
-        ia = next((i for i in range(last) if i not in (ib, ic) and nodes[i].ds == a.extent
-                   and (nodes[i].dim < 0 or nodes[i].dim not in (a.dim, checked_b))), None) \
+        # a short A continued in dst makes taller tiles (i4 then o16 in OIhw4i16o4i). It comes
+        # first: a node that could continue either side (i16 in OIhw16i16o -> oihw, after
+        # hw) goes to A, so each dst row gets a whole run instead of 9 elements per column.
+        ia = next((i for i in range(last) if i != ib and nodes[i].ds == a.extent
+                   and (nodes[i].dim < 0 or nodes[i].dim not in (a.dim, b.dim))), None) \
             if a.extent < 16 else None
+        ia_dim = nodes[ia].dim if ia is not None else -1
+        # a node continuing B in src makes longer, full tiles (hw then i16 in OIhw16i16o)
+        ic = next((i for i in range(last) if i not in (ib, ia) and nodes[i].ss == b.extent
+                   and nodes[i].ds >= a.extent and b.dim < 0
+                   and (nodes[i].dim < 0 or nodes[i].dim not in (a.dim, ia_dim))), None)
         height = a.extent * (nodes[ia].extent if ia is not None else 1)
         width = b.extent * (nodes[ic].extent if ic is not None else 1)
         if height < 4 or width < 4:

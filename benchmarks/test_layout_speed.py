@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder.reference import reference_reorder
+from reorder.reference import abstract_tag, from_logical, reference_reorder
 
 
 def _np_to_nChw16c(x, out):
@@ -53,9 +53,7 @@ THREADS = [1, 2]
 def _setup(dims, stag, dtag):
     rng = np.random.default_rng(0)
     src = ro.Desc(dims, "f32", stag)
-    plain = "abcdefghijkl"[:len(dims)]
-    x = reference_reorder(rng.standard_normal(dims).astype(np.float32), dims, plain, stag) \
-        if src.is_blocked else rng.standard_normal(src.physical_shape).astype(np.float32)
+    x = from_logical(rng.standard_normal(dims).astype(np.float32), abstract_tag(stag, len(dims)))
     plan = ro.plan(src, ro.Desc(dims, "f32", dtag))
     return plan, x, plan.empty()
 
@@ -77,9 +75,9 @@ def test_speed(benchmark, record, impl, name, dims, stag, dtag, np_fn, threads):
     benchmark.group = group
     if impl == "reorder":
         benchmark(plan, x, out, threads)
-        if x.nbytes < (64 << 20):          # the reference's index arrays would not fit beside it
-            exp = reference_reorder(x, dims, stag, dtag)
-            assert np.array_equal(out.view(np.uint8), exp.view(np.uint8))
+        if x.nbytes < (64 << 20):
+            expected = reference_reorder(x, dims, abstract_tag(stag, len(dims)), abstract_tag(dtag, len(dims)))
+            assert np.array_equal(out.view(np.uint8), expected.view(np.uint8))
     elif impl == "copy":
         a = np.ones(nbytes // 2, np.uint8)
         b = np.empty_like(a)

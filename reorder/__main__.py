@@ -7,6 +7,7 @@ import numpy as np
 
 from . import __version__
 from .api import plan as make_plan
+from .bench_cases import MOVE_CASES
 from .config import show_config
 from .desc import Desc, _fmt
 from .errors import ReorderError
@@ -122,19 +123,35 @@ def cmd_demo(args):
     print(f"all {len(rows)} results match the reference bit for bit (padding included).")
 
 
+def _bench_cases(args):
+    """(name, dims, src, dst) to time: the pair given, or without one every same-type move
+    case of the speed targets (bench_cases.py)."""
+    if args.src is None:
+        if args.dims is not None:
+            raise ReorderError("--dims needs a src and dst tag; without them the built-in cases run")
+        return MOVE_CASES
+    if args.dst is None or args.dims is None:
+        raise ReorderError("bench needs both a src and a dst tag, and --dims (or neither, for "
+                           "the built-in cases)")
+    return ((f"{args.src}->{args.dst}", args.dims, args.src, args.dst),)
+
+
 def cmd_bench(args):
     rng = np.random.default_rng(0)
     rows = []
+    cases = _bench_cases(args)
     for dtype in args.dtype.split(","):
-        rows += _run_case(f"{args.src}->{args.dst}", args.dims, args.src, args.dst, dtype, args.threads,
-                          args.repeat, rng, check=not args.no_check)
+        for name, dims, src, dst in cases:
+            rows += _run_case(name, dims, src, dst, dtype, args.threads, args.repeat, rng,
+                              check=not args.no_check)
     _print_rows(rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"reorder": __version__, "rows": rows}, f, indent=1)
     if args.plot:
         from .plot import plot_speed
-        plot_speed(rows, args.plot, title=f"{args.src} -> {args.dst}, {_fmt(args.dims)}")
+        title = f"{args.src} -> {args.dst}, {_fmt(args.dims)}" if args.src else "same-type moves"
+        plot_speed(rows, args.plot, title=title)
         print(f"wrote {args.plot}")
 
 
@@ -155,11 +172,12 @@ def main(argv=None):
     de.add_argument("--threads", type=_ints, default=[1, 2])
     de.add_argument("--repeat", type=int, default=15)
     de.set_defaults(fn=cmd_demo)
-    be = sub.add_parser("bench", help="time one reorder against a copy of the same bytes")
-    be.add_argument("src")
-    be.add_argument("dst")
-    be.add_argument("--dims", type=_dims, required=True)
-    be.add_argument("--dtype", default="f32", help="comma list, e.g. f32,s8")
+    be = sub.add_parser("bench", help="time one reorder (or, without a pair, every same-type "
+                        "move case of the speed targets) against a copy of the same bytes")
+    be.add_argument("src", nargs="?")
+    be.add_argument("dst", nargs="?")
+    be.add_argument("--dims", type=_dims)
+    be.add_argument("--dtype", default="f32", help="comma list, e.g. f32,bf16,s8")
     be.add_argument("--threads", type=_ints, default=[1, 2])
     be.add_argument("--repeat", type=int, default=30)
     be.add_argument("--json", help="also write the rows to this file")

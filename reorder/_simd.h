@@ -208,6 +208,8 @@ static void tile_avx2_u32(const uint32_t* src, const arows_t* A, int64_t na, uin
     }
 }
 
+#include "_tiles_narrow.h"
+
 /* Non-temporal copy: aligns dst to 64 bytes, streams whole lines, copies the tail. */
 __attribute__((target("avx512f")))
 static void copy_nt_avx512(void* dst, const void* src, int64_t nbytes) {
@@ -293,9 +295,27 @@ static inline void tile_t##N(const T* s, const arows_t* A, int64_t na, T* d,    
                              int nt) {                                                    \
     (void)nt; SCALAR(s, A, na, d, rows, bs, nbv, nbw);                                    \
 }
+REORDER_TILE_ENTRY(8, uint64_t, tile_scalar_u64)
+
+/* 1- and 2-byte elements: AVX2 register transposes (_tiles_narrow.h) on every SIMD path. */
+#define REORDER_NARROW_ENTRY(N, T, AVX2, SCALAR)                                           \
+static inline void tile_t##N(const T* s, const arows_t* A, int64_t na, T* d,              \
+                             const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw,    \
+                             int nt) {                                                    \
+    if (REORDER_X86 && !reorder_simd_disabled && reorder_tile_bits >= 256                 \
+            && reorder_have_avx2()) {                                                     \
+        AVX2(s, A, na, d, rows, bs, nbv, nbw, nt);                                        \
+        return;                                                                           \
+    }                                                                                     \
+    (void)nt; SCALAR(s, A, na, d, rows, bs, nbv, nbw);                                    \
+}
+#if REORDER_X86
+REORDER_NARROW_ENTRY(1, uint8_t, tile_avx2_u8, tile_scalar_u8)
+REORDER_NARROW_ENTRY(2, uint16_t, tile_avx2_u16, tile_scalar_u16)
+#else
 REORDER_TILE_ENTRY(1, uint8_t, tile_scalar_u8)
 REORDER_TILE_ENTRY(2, uint16_t, tile_scalar_u16)
-REORDER_TILE_ENTRY(8, uint64_t, tile_scalar_u64)
+#endif
 
 static inline void tile_t4(const uint32_t* s, const arows_t* A, int64_t na, uint32_t* d,
                            const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
@@ -343,6 +363,24 @@ static inline void copy_bytes(void* d, const void* s, int64_t nbytes, int nt) {
     case 64: memcpy(d, s, 64); return;
     case 128: memcpy(d, s, 128); return;
     default: memcpy(d, s, (size_t)nbytes);
+    }
+}
+
+/* The tile path tile_tN takes now for elements of `size` bytes and `na` tile rows (tests
+ * assert it, so a path that silently falls back is caught). */
+static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int64_t nb, int nt) {
+    int on = REORDER_X86 && !reorder_simd_disabled;
+    int avx512 = on && reorder_tile_bits == 512 && reorder_have_avx512();
+    int avx2 = on && reorder_tile_bits >= 256 && reorder_have_avx2();
+#if REORDER_X86
+    if (avx2 && size == 1) return narrow_tall(A, na, nb, 1) ? "avx2 bytes 32x16" : "avx2 bytes 16x32";
+    if (avx2 && size == 2) return narrow_tall(A, na, nb, 2) ? "avx2 words 16x8" : "avx2 words 16x16";
+#endif
+    (void)A; (void)na; (void)nb;
+    switch (size) {
+    case 4: return avx512 ? "avx512 16x16" : avx2 ? "avx2 8x8" : "portable";
+    case 64: return nt && on && reorder_have_avx512() ? "avx512 streamed lines" : "portable";
+    default: return "portable";
     }
 }
 

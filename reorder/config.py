@@ -5,7 +5,7 @@ from typing import Optional, TextIO
 
 import numpy as np
 
-from . import _kernels
+from . import _kernels, machine
 from ._version import __version__
 from .threads import get_num_threads, usable_cpus
 
@@ -44,6 +44,10 @@ def config_dict() -> dict:
         "threads": f"{get_num_threads()} (usable CPUs {usable_cpus()})",
         "build flags": _kernels.BUILD_FLAGS or "-",
         "simd": _kernels.simd_name(),
+        "last-level cache": (f"{machine.LLC_BYTES >> 10} KiB ({machine.LLC_SOURCE})"
+                             if machine.LLC_BYTES else "unknown"),
+        "streaming stores": f"destinations >= {machine.STREAM_MIN_BYTES} bytes "
+                            f"({machine.STREAM_MIN_SOURCE})",
         "cpu": f"{_cpu_name()} ({platform.machine()})",
     }
 

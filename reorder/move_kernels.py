@@ -17,6 +17,9 @@ __all__ = ["CopyKernel", "TransposeKernel", "GenericKernel"]
 # Runs shorter than this spread over too many write streams for streaming stores to pay
 # (docs/kernels.md).
 _STREAM_MIN_RUN_BYTES = 1024
+# A tile work item's dst footprint (B slice x A row bytes) stays under this, so the lines its
+# row blocks of A fill in turn are still in L2 when the next block comes (nchw -> nhwc: A = c).
+_TILE_DST_BYTES = 128 << 10
 
 
 def _node_array(nodes):
@@ -100,15 +103,17 @@ class TransposeKernel(Kernel):
         b = nodes[ib]
         if b.ds < a.extent or (b.dim >= 0 and b.dim == a.dim):
             return None
-        # a node continuing B in src makes longer, full tiles (hw then i16 in OIhw16i16o)
-        ic = next((i for i in range(last) if i != ib and nodes[i].ss == b.extent
-                   and nodes[i].ds >= a.extent and b.dim < 0
-                   and (nodes[i].dim < 0 or nodes[i].dim != a.dim)), None)
-        # a short A continued in dst makes taller tiles (i4 then o16 in OIhw4i16o4i)
-        checked_b = nodes[ic].dim if ic is not None and nodes[ic].dim >= 0 else b.dim
-        ia = next((i for i in range(last) if i not in (ib, ic) and nodes[i].ds == a.extent
-                   and (nodes[i].dim < 0 or nodes[i].dim not in (a.dim, checked_b))), None) \
+        # a short A continued in dst makes taller tiles (i4 then o16 in OIhw4i16o4i). It comes
+        # first: a node that could continue either side (i16 in OIhw16i16o -> oihw, after
+        # hw) goes to A, so each dst row gets a whole run instead of 9 elements per column.
+        ia = next((i for i in range(last) if i != ib and nodes[i].ds == a.extent
+                   and (nodes[i].dim < 0 or nodes[i].dim not in (a.dim, b.dim))), None) \
             if a.extent < 16 else None
+        ia_dim = nodes[ia].dim if ia is not None else -1
+        # a node continuing B in src makes longer, full tiles (hw then i16 in OIhw16i16o)
+        ic = next((i for i in range(last) if i not in (ib, ia) and nodes[i].ss == b.extent
+                   and nodes[i].ds >= a.extent and b.dim < 0
+                   and (nodes[i].dim < 0 or nodes[i].dim not in (a.dim, ia_dim))), None)
         height = a.extent * (nodes[ia].extent if ia is not None else 1)
         width = b.extent * (nodes[ic].extent if ic is not None else 1)
         if height < 4 or width < 4:
@@ -130,6 +135,8 @@ class TransposeKernel(Kernel):
         # enough (outer, B-slice) work items for a static split to balance 2+ threads
         per = -(-16 // outer) if outer < 16 else 1
         slice_ = n if per == 1 else min(n, max(step, _round_up(-(-n // per), step)))
+        height = prob.nodes[-1].extent * (prob.nodes[ia].extent if ia is not None else 1)
+        slice_ = min(slice_, max(step, _TILE_DST_BYTES // (height * prob.itemsize) // step * step))
         limits = {d: (v, pad) for d, v, pad in prob.checked}
         checked_node = c if c is not None and c.dim >= 0 else b
         valid, alloc = limits.get(checked_node.dim, (0, 0))

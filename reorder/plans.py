@@ -42,7 +42,8 @@ class Plan:
         self._out_dtypes = dst.dtype.numpy_dtypes
         self._runners = tuple(st.runner for st in self.steps)
         self.moved_bytes = sum(st.problem.moved_bytes for st in self.steps)
-        self._small = self.moved_bytes < PARALLEL_MIN_BYTES
+        # the most threads this much work keeps busy: each needs PARALLEL_MIN_BYTES of it
+        self.max_threads = max(1, self.moved_bytes // PARALLEL_MIN_BYTES)
 
     def __setattr__(self, name, value):
         if name in self.__dict__:
@@ -60,14 +61,16 @@ class Plan:
         return self._runners
 
     def nthreads(self, threads=None):
-        """Threads a call would use: 1 for small tensors (no thread team is started). An
-        explicit count is validated even then."""
+        """Threads a call would use: the count asked for (threads=, the plan's, or the
+        library's policy), at most `max_threads`, which the plan set from its work size
+        (1 for small tensors: no thread team is started). An explicit count is validated
+        even then."""
         if threads is None:
             threads = self.threads
-            if self._small and threads is None:
+            if self.max_threads == 1 and threads is None:
                 return 1
         n = resolve(threads)
-        return 1 if self._small else n
+        return n if n <= self.max_threads else self.max_threads
 
     def empty(self):
         """A zero-copy-friendly output: C-contiguous, dst's physical shape, 64-byte aligned."""
@@ -135,6 +138,6 @@ class Plan:
                 lines.append(f"    {nd.extent:>8} {nd.ss:>10} {nd.ds:>10}{tail}")
             for d, n, pad in prob.checked:
                 lines.append(f"  dim {ABC[d]}: {n} valid, zeros up to {pad}")
-        lines.append(f"  threads: {self.nthreads()} (tensors under {_bytes(PARALLEL_MIN_BYTES)} "
-                     f"run on one); bytes moved: {_bytes(self.moved_bytes)}")
+        lines.append(f"  threads: {self.nthreads()} (at most {self.max_threads}: one per "
+                     f"{_bytes(PARALLEL_MIN_BYTES)} moved); bytes moved: {_bytes(self.moved_bytes)}")
         return "\n".join(lines)

@@ -1,17 +1,18 @@
 """What the planner hands a kernel: loop nodes, the normalised problem, the kernel interface,
-and the size thresholds the plans decide with. A leaf: it imports nothing from the package,
-so every kernel adapter and the planner can share it without import cycles.
+and the size thresholds the plans decide with. It imports only `machine` (a leaf), so every
+kernel adapter and the planner can share it without import cycles.
 """
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from .machine import STREAM_MIN_BYTES
+
 # Below this many bytes moved a thread team costs more than it saves.
 PARALLEL_MIN_BYTES = 1 << 18
-# Default output size from which streaming (non-temporal) stores are used: past the caches
-# they win, in cache they lose (docs/kernels.md has the measurements). A plan takes it as a
-# parameter, so it can be changed per plan.
-STREAM_MIN_BYTES = 2 << 20
+# STREAM_MIN_BYTES: default output size from which streaming (non-temporal) stores are used,
+# half the last-level cache (machine.py); a plan takes it as a parameter.
+__all__ = ["PARALLEL_MIN_BYTES", "STREAM_MIN_BYTES", "Node", "Problem", "Kernel"]
 
 
 class Node(NamedTuple):

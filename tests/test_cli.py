@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import reorder as ro
 from reorder.__main__ import main
 
@@ -48,3 +50,21 @@ def test_demo_runs_as_a_module():
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "match the reference" in r.stdout
+
+
+def test_bench_without_a_pair_runs_the_move_cases(monkeypatch, capsys):
+    """`bench --dtype bf16` with no pair times every same-type move case; shrunk here to one
+    small case so the test stays quick, but through the same code path."""
+    import reorder.__main__ as cli
+    monkeypatch.setattr(cli, "MOVE_CASES", (("nchw->nChw16c", (1, 20, 6, 6), "nchw", "nChw16c"),
+                                            ("nchw->nhwc", (1, 20, 6, 6), "nchw", "nhwc")))
+    assert main(["bench", "--dtype", "bf16,u8", "--threads", "1", "--repeat", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("bf16") == 2 and out.count(" u8 ") == 2 and "nchw->nhwc" in out
+
+
+@pytest.mark.parametrize("argv", [["bench", "nchw", "--dims", "2x3x4x4"], ["bench", "nchw", "nhwc"],
+                                  ["bench", "--dims", "2x3x4x4"]])
+def test_bench_needs_a_whole_pair_or_none(argv, capsys):
+    assert main(argv) == 2
+    assert "src and" in capsys.readouterr().err

@@ -182,3 +182,16 @@ def test_forked_child_runs_one_thread_whatever_asked(source, monkeypatch):
                                5: "not exactly one RuntimeWarning",
                                6: "the warning does not say why",
                                7: "the child hung"}.get(r.returncode, r.returncode)
+
+
+@needs_openmp
+def test_thread_count_is_capped_by_the_plans_work_size():
+    """A plan keeps at most one thread per PARALLEL_MIN_BYTES moved, whatever is asked."""
+    from reorder.problem import PARALLEL_MIN_BYTES
+    dims = (1, 16, 64, 64)                     # 256 KiB each side: 2 threads' worth of work
+    p = ro.plan(ro.Desc(dims, "f32", "nchw"), ro.Desc(dims, "f32", "nChw16c"))
+    assert p.max_threads == p.moved_bytes // PARALLEL_MIN_BYTES == 2
+    assert p.nthreads(threads=8) == 2 and p.nthreads(threads=1) == 1
+    assert "at most 2" in p.explain()
+    x = np.arange(np.prod(dims), dtype=np.float32).reshape(dims)
+    assert np.array_equal(p(x, threads=8), p(x, threads=1))

@@ -1,0 +1,21 @@
+"""The same-type move cases the speed targets are set on, for every element size: shared by
+`python -m reorder bench` (run without a src/dst pair) and benchmarks/test_move_speed.py.
+
+Each is (name, dims, src tag, dst tag). Targets (ratio to np.copyto of the same bytes, medians,
+1 and 2 threads): >= 1.0 / >= 0.9 on activations of >= 26 MB and in cache >= oneDNN's 0.93,
+>= 0.9 padded, >= 0.6 nchw -> nhwc, >= 0.8 small-spatial weights (docs/kernels.md)."""
+
+MOVE_DTYPES = ("f32", "bf16", "f16", "s8", "u8")
+
+MOVE_CASES = (
+    ("nchw->nChw16c", (8, 256, 56, 56), "nchw", "nChw16c"),
+    ("nChw16c->nchw", (8, 256, 56, 56), "nChw16c", "nchw"),
+    ("nchw->nhwc", (8, 256, 56, 56), "nchw", "nhwc"),
+    ("nchw->nChw16c in cache", (1, 64, 112, 112), "nchw", "nChw16c"),
+    ("nChw16c->nchw in cache", (1, 64, 112, 112), "nChw16c", "nchw"),
+    ("nchw->nChw16c padded", (8, 3, 224, 224), "nchw", "nChw16c"),
+    ("oihw->OIhw16i16o", (512, 512, 3, 3), "oihw", "OIhw16i16o"),
+    ("OIhw16i16o->oihw", (512, 512, 3, 3), "OIhw16i16o", "oihw"),
+    ("oihw->OIhw4i16o4i padded", (200, 120, 3, 3), "oihw", "OIhw4i16o4i"),
+    ("OIhw4i16o4i->oihw padded", (200, 120, 3, 3), "OIhw4i16o4i", "oihw"),
+)

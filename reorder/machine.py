@@ -1,0 +1,83 @@
+"""The machine the plans are made for, read once at import: the size of the last-level cache,
+and from it the destination size from which the kernels store past the caches (streaming,
+non-temporal stores). A leaf: it imports nothing from the package but `errors`.
+
+Streaming loses while the data fits in the cache (the next layer reads it from there) and
+wins once it does not (docs/kernels.md has the measurements). The threshold is half the
+last-level cache: from there on, a same-type reorder's source and destination together no
+longer fit. REORDER_STREAM_MIN_BYTES overrides it for the process, and every plan takes its
+own `stream_min_bytes`.
+"""
+import glob
+import os
+
+from .errors import ReorderError
+
+# When the cache size cannot be read: the threshold measured before it was detected.
+FALLBACK_STREAM_MIN_BYTES = 2 << 20
+ENV_STREAM_MIN_BYTES = "REORDER_STREAM_MIN_BYTES"
+
+
+def _parse_size(text):
+    """'32768K' / '1M' / '512' (sysfs cache sizes) -> bytes, or None."""
+    text = text.strip().upper()
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    digits = text[:-1] if mult > 1 else text
+    return int(digits) * mult if digits.isdigit() else None
+
+
+def _sysfs_llc(root="/sys/devices/system/cpu/cpu0/cache"):
+    """(bytes, description) of the highest-level data or unified cache sysfs lists, or None."""
+    best = None
+    for d in glob.glob(os.path.join(root, "index*")):
+        try:
+            with open(os.path.join(d, "level")) as f:
+                level = int(f.read())
+            with open(os.path.join(d, "type")) as f:
+                kind = f.read().strip()
+            with open(os.path.join(d, "size")) as f:
+                size = _parse_size(f.read())
+        except (OSError, ValueError):
+            continue
+        if kind in ("Data", "Unified") and size and (best is None or level > best[0]):
+            best = (level, size)
+    return (best[1], f"L{best[0]}, sysfs") if best else None
+
+
+def _sysconf_llc():
+    """The largest of L3 and L2 that sysconf reports, or None (some C libraries report the
+    whole package's L3, or 0; sysfs, which is per CPU, is asked first)."""
+    for level in (3, 2):
+        try:
+            size = os.sysconf(f"SC_LEVEL{level}_CACHE_SIZE")
+        except (ValueError, OSError):
+            continue
+        if size and size > 0:
+            return size, f"L{level}, sysconf"
+    return None
+
+
+def detect_llc():
+    """(bytes, where it came from) of the last-level cache, or (0, 'unknown')."""
+    return _sysfs_llc() or _sysconf_llc() or (0, "unknown")
+
+
+def stream_min_bytes_for(llc_bytes, env_value=None):
+    """The default streaming threshold: the environment's value when set, else half the
+    last-level cache, else the fallback."""
+    if env_value is not None and env_value.strip():
+        try:
+            n = int(env_value.strip())
+        except ValueError:
+            n = -1
+        if n < 0:
+            raise ReorderError(f"{ENV_STREAM_MIN_BYTES} must be an integer number of bytes >= 0, "
+                               f"got {env_value!r}")
+        return n
+    return llc_bytes // 2 if llc_bytes > 0 else FALLBACK_STREAM_MIN_BYTES
+
+
+LLC_BYTES, LLC_SOURCE = detect_llc()
+STREAM_MIN_BYTES = stream_min_bytes_for(LLC_BYTES, os.environ.get(ENV_STREAM_MIN_BYTES))
+STREAM_MIN_SOURCE = (f"${ENV_STREAM_MIN_BYTES}" if os.environ.get(ENV_STREAM_MIN_BYTES, "").strip()
+                     else "half the last-level cache" if LLC_BYTES else "fallback")

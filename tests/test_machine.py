@@ -1,0 +1,66 @@
+"""The last-level cache size is read once, from sysfs (or sysconf), and sets the default
+streaming threshold; REORDER_STREAM_MIN_BYTES overrides it, and a bad value is named."""
+import subprocess
+import sys
+
+import pytest
+
+import reorder as ro
+from reorder import machine
+from reorder.plan_cache import cached_plan
+
+
+def _fake_cache(root, entries):
+    for i, (level, kind, size) in enumerate(entries):
+        d = root / f"index{i}"
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{kind}\n")
+        (d / "size").write_text(f"{size}\n")
+
+
+def test_sysfs_gives_the_highest_data_or_unified_level(tmp_path):
+    _fake_cache(tmp_path, [(1, "Data", "32K"), (1, "Instruction", "32K"), (2, "Unified", "512K"),
+                           (3, "Unified", "32768K")])
+    assert machine._sysfs_llc(str(tmp_path)) == (32 << 20, "L3, sysfs")
+
+
+def test_sysfs_without_caches_is_none(tmp_path):
+    _fake_cache(tmp_path, [(1, "Instruction", "32K")])
+    assert machine._sysfs_llc(str(tmp_path)) is None
+    assert machine._sysfs_llc(str(tmp_path / "missing")) is None
+
+
+@pytest.mark.parametrize("text,n", [("32768K", 32 << 20), ("2M", 2 << 20), ("512", 512), ("x", None)])
+def test_parse_size(text, n):
+    assert machine._parse_size(text) == n
+
+
+def test_threshold_is_half_the_cache_or_the_environment():
+    assert machine.stream_min_bytes_for(32 << 20) == 16 << 20
+    assert machine.stream_min_bytes_for(0) == machine.FALLBACK_STREAM_MIN_BYTES
+    assert machine.stream_min_bytes_for(32 << 20, " 4096 ") == 4096
+    assert machine.stream_min_bytes_for(32 << 20, "") == 16 << 20
+    for bad in ("-1", "lots", "1.5"):
+        with pytest.raises(ro.ReorderError, match="REORDER_STREAM_MIN_BYTES"):
+            machine.stream_min_bytes_for(32 << 20, bad)
+
+
+def test_plans_default_to_the_detected_threshold():
+    p = cached_plan(ro.Desc((4, 32, 8, 8), "f32", "nchw"), ro.Desc((4, 32, 8, 8), "f32", "nChw16c"))
+    assert p.stream_min_bytes == machine.STREAM_MIN_BYTES
+    text = ro.config.config_dict()["streaming stores"]
+    assert str(machine.STREAM_MIN_BYTES) in text
+
+
+def test_environment_sets_the_threshold_at_import():
+    code = ("import reorder as ro, reorder.machine as m\n"
+            "p = ro.plan(ro.Desc((64, 64, 64), 'f32', 'abc'), ro.Desc((64, 64, 64), 'f32', 'cba'))\n"
+            "print(m.STREAM_MIN_BYTES, m.STREAM_MIN_SOURCE, p.runners[0].nt)")
+    env = {"REORDER_STREAM_MIN_BYTES": "1024", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=60, check=True).stdout.split()
+    assert out == ["1024", "$REORDER_STREAM_MIN_BYTES", "True"]
+    env["REORDER_STREAM_MIN_BYTES"] = "big"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode != 0 and "REORDER_STREAM_MIN_BYTES" in r.stderr

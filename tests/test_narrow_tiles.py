@@ -1,0 +1,127 @@
+"""Moves of 1- and 2-byte elements (bf16, f16, s8, u8) through the register-transpose tiles:
+each case asserts the tile path it runs (so a silent fall back to the portable loops fails)
+and compares with the independent reference bit for bit, padding included, on every SIMD
+path this CPU has, with streaming stores forced on and off, for 1, 2 and 3 threads."""
+import numpy as np
+import pytest
+
+import reorder as ro
+from reorder import _kernels
+from reorder.plan_cache import cached_plan
+
+from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
+
+# (src tag, dst tag, dims): short A (16 rows), long A, ragged columns, padding on either side,
+# B over two src nodes (hw then i16), A over two dst nodes (i4 then o16)
+CASES = [
+    ("abcd", "aBcd16b", (2, 35, 7, 9)),           # C padded, 63 columns: full and ragged
+    ("abcd", "aBcd16b", (1, 16, 8, 8)),           # whole tiles only
+    ("abcd", "aBcd16b", (2, 3, 20, 20)),          # C=3: 13 rows of zeros per tile
+    ("abcd", "aBcd16b", (3, 64, 12, 12)),         # aligned whole tiles (the streamed path)
+    ("abcd", "aBcd8b", (2, 17, 5, 19)),           # 8-row tiles: written rows a prefix
+    ("aBcd16b", "abcd", (2, 35, 7, 9)),
+    ("aBcd16b", "abcd", (2, 32, 10, 10)),         # 100 rows: 3 tall tiles and a 4-row one
+    ("abcd", "acdb", (3, 37, 6, 7)),              # nchw -> nhwc, C=37
+    ("abcd", "acdb", (2, 64, 9, 9)),
+    ("acdb", "abcd", (2, 19, 5, 17)),             # nhwc -> nchw
+    ("abcd", "ABcd16b16a", (35, 33, 3, 3)),       # oihw -> OIhw16i16o
+    ("ABcd16b16a", "abcd", (20, 10, 3, 3)),
+    ("abcd", "ABcd4b16a4b", (35, 21, 3, 3)),      # oihw -> OIhw4i16o4i, O and I padded
+    ("ABcd4b16a4b", "abcd", (35, 21, 3, 3)),
+    ("abcd", "aBcd16b", (1, 1, 1, 1)),            # size-1 dims
+    ("abcd", "aBcd16b", (0, 20, 4, 4)),           # zero-size
+]
+
+DTYPES = ["bf16", "f16", "s8", "u8"]
+_STORAGE = {"bf16": np.uint16, "f16": np.float16, "s8": np.int8, "u8": np.uint8}
+
+
+@pytest.fixture(params=["avx512", "avx2", False], ids=["avx512", "avx2", "portable"])
+def simd(request):
+    if request.param and request.param not in _kernels.simd_paths():
+        pytest.skip(f"this CPU has no {request.param}")
+    _kernels.set_simd(request.param)
+    yield request.param
+    _kernels.set_simd(True)
+
+
+def _random(dims, dtype, rng):
+    st = _STORAGE[dtype]
+    if dtype == "f16":
+        return rng.standard_normal(dims).astype(st)
+    return rng.integers(0, 1 << (8 * np.dtype(st).itemsize), dims, dtype=np.uint64).astype(st)
+
+
+def _sentinel(shape, storage):
+    return np.full(shape, 0x5A, np.uint8).view(np.uint8).repeat(np.dtype(storage).itemsize) \
+        .view(storage).reshape(shape) if shape else np.empty(shape, storage)
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["cached", "streamed"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("stag,dtag,dims", CASES)
+def test_narrow_tile_matches_reference(simd, streaming, stag, dtag, dims, dtype):
+    rng = np.random.default_rng(7)
+    plain_tag = "abcd"
+    plain = _random(dims, dtype, rng)
+    x = ref_from_plain(plain, plain_tag, stag) if stag != plain_tag else plain
+    p = cached_plan(ro.Desc(dims, dtype, stag), ro.Desc(dims, dtype, dtag),
+                    stream_min_bytes=0 if streaming else 1 << 62)
+    x = x.reshape(p.src.physical_shape)
+    expected = ref_reorder(x.reshape(-1), dims, stag, dtag).reshape(ref_physical_shape(dims, dtag))
+    if 0 not in dims and len(p.steps) == 1 and p.kernel == "transpose" \
+            and p.steps[0].problem.itemsize == p.src.dtype.itemsize:
+        tile = p.runners[0].tile
+        if simd is False:
+            assert tile == "portable"
+        elif p.src.dtype.itemsize == 2:
+            assert tile.startswith("avx2 words"), (tile, p.explain())
+        else:
+            assert tile.startswith("avx2 bytes"), (tile, p.explain())
+    for threads in (1, 2, 3):
+        out = _sentinel(p.dst.physical_shape, x.dtype)
+        p(x, out=out, threads=threads)
+        assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
+
+
+# the tile each activation case must take, by element size (with any SIMD path)
+TILE_OF = [
+    ("nchw", "nChw16c", (2, 48, 20, 20), {2: "avx2 words 16x16", 1: "avx2 bytes 16x32"}),
+    ("nChw16c", "nchw", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 32x16"}),
+    ("nchw", "nhwc", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 16x32"}),
+    # A = hw then i16 (144 rows), B = o16: each dst row gets whole runs of i*hw
+    ("OIhw16i16o", "oihw", (64, 48, 3, 3), {2: "avx2 words 16x8", 1: "avx2 bytes 32x16"}),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("stag,dtag,dims,tiles", TILE_OF)
+def test_activation_moves_take_the_register_tile(stag, dtag, dims, tiles, dtype):
+    if "avx2" not in _kernels.simd_paths():
+        pytest.skip("this CPU has no AVX2")
+    p = ro.plan(ro.Desc(dims, dtype, stag), ro.Desc(dims, dtype, dtag))
+    assert p.kernel == "transpose" and len(p.runners) == 1, p.explain()
+    assert p.runners[0].tile == tiles[p.src.dtype.itemsize], p.explain()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("view", ["negative", "offset", "both"])
+def test_views_through_narrow_tiles(view, dtype):
+    """Negative-stride and offset views of an nchw source: the channel axis is reversed or
+    starts inside a bigger buffer, h*w stays contiguous, so the tile still runs."""
+    rng = np.random.default_rng(11)
+    big = _random((3, 45, 9, 11), dtype, rng)
+    v = {"negative": big[:, ::-1], "offset": big[1:, 5:], "both": big[1:, :4:-1]}[view]
+    if dtype == "bf16":
+        got = ro.reorder(v, "nchw", "nChw16c", src_dtype="bf16")
+        p = ro.plan(ro.Desc.of(v, dtype="bf16"), "nChw16c")
+    else:
+        got = ro.reorder(v, "nchw", "nChw16c")
+        p = ro.plan(ro.Desc.of(v), "nChw16c")
+    assert p.kernel == "transpose", p.explain()
+    if "avx2" in _kernels.simd_paths():
+        assert p.runners[0].tile.startswith("avx2"), p.explain()
+    expected = ref_from_plain(np.ascontiguousarray(v), "abcd", "aBcd16b")
+    assert got.shape == expected.shape
+    assert np.array_equal(uint_view(got), uint_view(expected))
+    assert np.array_equal(uint_view(v), uint_view(np.ascontiguousarray(v)))   # input untouched

@@ -61,6 +61,7 @@ cdef extern from "_convert_simd.h" nogil:
     ctypedef struct rq_math_t:
         float szp, dzp, beta, adj
         int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj
+        int nt
     ctypedef struct rq_block_t:
         int64_t ngroups, dB, nbv, nbw, nt
         const int64_t* soff
@@ -830,6 +831,52 @@ cdef class Arith:
     cdef QCtx c
     cdef rq_math_t m
     cdef object keep            # the arrays the context points into
+    cdef float one_s, one_d     # a common scale and dst reciprocal held here (with_values)
+    cdef float* own             # reciprocals of per-dim dst scales (with_values), or NULL
+
+    def __dealloc__(self):
+        free(self.own)
+
+    def with_values(self, src_scales, dst_scales, src_zp, dst_zp, beta):
+        """A copy of this arithmetic with one call's values: src_scales / dst_scales a float
+        or a flat contiguous float32 array (the dst ones as given; their f32 reciprocals are
+        taken here, 1.0f / s as the plan does), zero points and beta numbers. The caller has
+        checked that the same operations are present and the counts match."""
+        cdef Arith a = Arith.__new__(Arith)
+        cdef const float[::1] v
+        cdef Py_ssize_t i, n
+        cdef float one = 1.0, f
+        a.c = self.c
+        a.m = self.m
+        a.keep = (src_scales, dst_scales)
+        if self.c.has_sscale:
+            if type(src_scales) is float:
+                a.one_s = src_scales
+                a.c.sscale = &a.one_s
+            else:
+                v = src_scales
+                a.c.sscale = &v[0]
+        if self.c.has_dscale:
+            if type(dst_scales) is float:
+                f = dst_scales
+                a.one_d = one / f
+                a.c.dinv = &a.one_d
+            else:
+                v = dst_scales
+                n = v.shape[0]
+                a.own = <float*>malloc(n * sizeof(float))
+                if a.own == NULL:
+                    raise MemoryError("cannot allocate the dst scale reciprocals")
+                for i in range(n):
+                    a.own[i] = one / v[i]
+                a.c.dinv = a.own
+        if self.c.has_szp:
+            a.c.szp = a.m.szp = src_zp
+        if self.c.has_dzp:
+            a.c.dzp = a.m.dzp = dst_zp
+        if self.c.has_sum:
+            a.c.beta = a.m.beta = beta
+        return a
 
     def __init__(self, *, const float[::1] src_scales=None, bint src_scale_masked=False,
                  const float[::1] dst_inv_scales=None, bint dst_scale_masked=False,
@@ -881,7 +928,8 @@ cdef class Convert:
     cdef object keep            # the arrays the context and tables point into
 
     def __init__(self, int scode, int dcode, const int64_t[:, ::1] nodes,
-                 const int64_t[:, ::1] checked, Arith arith not None, int split):
+                 const int64_t[:, ::1] checked, Arith arith not None, int split,
+                 bint nt=False):
         if not (0 <= scode <= 6 and 0 <= dcode <= 6):
             raise ValueError(f"bad dtype codes {scode}, {dcode}")
         if nodes.shape[1] != 7:
@@ -893,7 +941,7 @@ cdef class Convert:
         self.c = arith.c
         self.m = arith.m
         self.scode, self.dcode, self.split, self.kind = scode, dcode, split, K_WALK
-        self.nt = False
+        self.nt = nt
 
     @property
     def simd(self):
@@ -935,6 +983,7 @@ cdef class Convert:
                                  "the plan was made for")
             c = values.c
             m = values.m
+        m.nt = self.nt and self.kind == K_WALK
         c.m = &m
         c.row = rq_row_kernel(self.scode, self.dcode) if self.kind == K_WALK else NULL
         J.kind, J.T, J.W, J.m, J.idx = self.kind, &self.T, &self.W, &m, self.idx

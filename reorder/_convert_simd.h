@@ -25,6 +25,7 @@
 typedef struct {
     float szp, dzp, beta, adj;
     int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj;
+    int nt;                /* rows: stream 64-byte-aligned stores (the plan's choice) */
 } rq_math_t;
 
 
@@ -708,6 +709,40 @@ RQ_TGT2 static inline void rq2_st16_u8(void* p, __m256 a, __m256 b, __m256i* acc
     __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(rq2_q_u8(a), rq2_q_u8(b)), 0xD8);
     _mm_storeu_si128((__m128i*)p, _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
 }
+/* the same 16 lanes with streaming stores (p aligned to the store width) */
+RQ_TGT2 static inline void rq2_nt16_f32(void* p, __m256 a, __m256 b, __m256i* acc) {
+    (void)acc; _mm256_stream_ps((float*)p, a); _mm256_stream_ps((float*)p + 8, b);
+}
+RQ_TGT2 static inline void rq2_nt16_s32(void* p, __m256 a, __m256 b, __m256i* acc) {
+    (void)acc;
+    const __m256 hi = _mm256_set1_ps(2147483520.0f);
+    _mm256_stream_si256((__m256i*)p, _mm256_cvtps_epi32(_mm256_min_ps(a, hi)));
+    _mm256_stream_si256((__m256i*)p + 1, _mm256_cvtps_epi32(_mm256_min_ps(b, hi)));
+}
+RQ_TGT2 static inline void rq2_nt16_f64(void* p, __m256 a, __m256 b, __m256i* acc) {
+    rq2_st16_f64(p, a, b, acc);
+}
+RQ_TGT2 static inline void rq2_nt16_f16(void* p, __m256 a, __m256 b, __m256i* acc) {
+    (void)acc;
+    _mm256_stream_si256((__m256i*)p, _mm256_set_m128i(_mm256_cvtps_ph(b, RQ_RNE), _mm256_cvtps_ph(a, RQ_RNE)));
+}
+RQ_TGT2 static inline void rq2_nt16_bf16(void* p, __m256 a, __m256 b, __m256i* acc) {
+    (void)acc;
+    __m256i w = _mm256_packus_epi32(rq2_bf16_bits(a), rq2_bf16_bits(b));
+    _mm256_stream_si256((__m256i*)p, _mm256_permute4x64_epi64(w, 0xD8));
+}
+RQ_TGT2 static inline void rq2_nt16_s8(void* p, __m256 a, __m256 b, __m256i* acc) {
+    __m256i qa = rq2_q_s8(a), qb = rq2_q_s8(b);
+    acc[0] = _mm256_add_epi32(acc[0], qa);
+    acc[1] = _mm256_add_epi32(acc[1], qb);
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(qa, qb), 0xD8);
+    _mm_stream_si128((__m128i*)p, _mm_packs_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+}
+RQ_TGT2 static inline void rq2_nt16_u8(void* p, __m256 a, __m256 b, __m256i* acc) {
+    (void)acc;
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(rq2_q_u8(a), rq2_q_u8(b)), 0xD8);
+    _mm_stream_si128((__m128i*)p, _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+}
 /* 8x8 f32 transpose in 24 shuffles */
 RQ_TGT2 static inline __attribute__((always_inline)) void rq2_tr8x8(__m256 r[8]) {
     __m256 t[8], u[8];
@@ -754,7 +789,7 @@ static const char rq_zero_row[64] __attribute__((aligned(64))) = {0};
 RQ_TGT2 static inline __attribute__((always_inline)) void                                      \
 rq2_chunk_##SN##_##DN(const char* const rp[16], char* d, int64_t dstep, int nb, __m256 vs0,     \
         __m256 vs1, __m256 vd0, __m256 vd1, __m256 mk0, __m256 mk1, int masked,                 \
-        const rq_math_t* m, __m256i acc[2], const int PURE) {                                   \
+        const rq_math_t* m, __m256i acc[2], int nt, const int PURE) {                           \
     RQ2_FLAGS(PURE)                                                                             \
     __m256 lo[8], hi[8];                                                                        \
     _Pragma("GCC unroll 8")                                                                     \
@@ -768,13 +803,13 @@ rq2_chunk_##SN##_##DN(const char* const rp[16], char* d, int64_t dstep, int nb, 
         __m256 x = RQ2_MATH(lo[b], vs0, vd0, DN, q);                                            \
         __m256 y = RQ2_MATH(hi[b], vs1, vd1, DN, q + 8 * DSIZE);                                \
         if (masked) { x = _mm256_and_ps(x, mk0); y = _mm256_and_ps(y, mk1); }                   \
-        rq2_st16_##DN(q, x, y, acc);                                                            \
+        if (nt) rq2_nt16_##DN(q, x, y, acc); else rq2_st16_##DN(q, x, y, acc);                  \
     }                                                                                           \
 }                                                                                               \
 RQ_TGT2 static inline __attribute__((always_inline)) void                                      \
 rq2_tile_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB, int64_t nbv,  \
         int64_t nbw, uint32_t lanes, const float* ssc, const float* dinv, const rq_math_t* m,   \
-        int32_t* acc, const int PURE) {                                                         \
+        int32_t* acc, int nt, const int PURE) {                                                 \
     const int64_t dstep = dB * DSIZE;                                                           \
     const __m256 vs0 = _mm256_loadu_ps(ssc), vs1 = _mm256_loadu_ps(ssc + 8);                    \
     const __m256 vd0 = _mm256_loadu_ps(dinv), vd1 = _mm256_loadu_ps(dinv + 8);                  \
@@ -784,6 +819,10 @@ rq2_tile_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
     const __m256 mk1 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(                 \
         _mm256_set1_epi32((int)(lanes >> 8 & 0xff)), li), li));                                 \
     const int masked = lanes != 0xffffu;                                                        \
+    /* stream whole lines only: the 8 columns of a chunk are one contiguous run of lines     \
+       (nChw16c), or each column is a line of its own (16 lanes of 4 bytes) */                 \
+    const int snt = nt && !m->has_sum && ((uintptr_t)dst & 63) == 0                             \
+                    && (dstep == 16 * DSIZE || (DSIZE == 4 && dstep % 64 == 0));                \
     __m256i vacc[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};                         \
     const char* rows[16];                                                                       \
     int64_t step[16];                                                                           \
@@ -799,13 +838,13 @@ rq2_tile_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
             _Pragma("GCC unroll 16")                                                            \
             for (int a = 0; a < 16; a++) rp[a] = rows[a] + b0 * SSIZE;                          \
             rq2_chunk_##SN##_##DN(rp, dst + b0 * dstep, dstep, 8, vs0, vs1, vd0, vd1, mk0, mk1, \
-                                  0, m, vacc, PURE);                                            \
+                                  0, m, vacc, snt, PURE);                                       \
         }                                                                                       \
     } else {                                                                                    \
         for (; b0 + 8 <= nbv; b0 += 8) {                                                        \
             for (int a = 0; a < 16; a++) rp[a] = rows[a] + b0 * step[a];                        \
             rq2_chunk_##SN##_##DN(rp, dst + b0 * dstep, dstep, 8, vs0, vs1, vd0, vd1, mk0, mk1, \
-                                  1, m, vacc, PURE);                                            \
+                                  1, m, vacc, snt, PURE);                                       \
         }                                                                                       \
     }                                                                                           \
     if (b0 < nbv) {                                                                             \
@@ -817,7 +856,7 @@ rq2_tile_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
             rp[a] = tb[a];                                                                      \
         }                                                                                       \
         rq2_chunk_##SN##_##DN(rp, dst + b0 * dstep, dstep, nb, vs0, vs1, vd0, vd1, mk0, mk1,    \
-                              masked, m, vacc, PURE);                                           \
+                              masked, m, vacc, 0, PURE);                                        \
     }                                                                                           \
     for (int64_t b = nbv < 0 ? 0 : nbv; b < nbw; b++)                                           \
         memset(dst + b * dstep, 0, 16 * DSIZE);                                                 \
@@ -835,16 +874,38 @@ RQ_TGT2 static void rq2_block_##SN##_##DN(const void* src, void* dst, const rq_b
         char* d = (char*)dst + 16 * g * DSIZE;                                                  \
         if (pure)                                                                               \
             rq2_tile_##SN##_##DN((const char*)src, k->soff + 16 * g, d, k->dB, k->nbv, k->nbw,  \
-                                 k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m, acc, 1);    \
+                                 k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m, acc,        \
+                                 (int)k->nt, 1);                                                \
         else                                                                                    \
             rq2_tile_##SN##_##DN((const char*)src, k->soff + 16 * g, d, k->dB, k->nbv, k->nbw,  \
-                                 k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m, acc, 0);    \
+                                 k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m, acc,        \
+                                 (int)k->nt, 0);                                                \
     }                                                                                           \
+    if (k->nt) _mm_sfence();                                                                    \
 }
 
 /* Rows: a contiguous run of n elements, 32 per step (four vectors), the rest through a zeroed
    stack copy. Scales: one value (kI 0) or one per element (kI 1). */
 #define RQ2_ROW(SN, SSIZE, DN, DSIZE)                                                           \
+/* r <= 8 elements through zeroed stack copies, so the loads and stores are whole vectors */   \
+RQ_TGT2 static inline __attribute__((always_inline)) void                                      \
+rq2_row_part_##SN##_##DN(const char* s, char* d, int64_t r, const float* ssc, int64_t sk,       \
+        const float* dinv, int64_t dk, const rq_math_t* m, const int PURE) {                    \
+    RQ2_FLAGS(PURE)                                                                             \
+    __m256i acc = _mm256_setzero_si256();                                                       \
+    char sb[8 * SSIZE], db[8 * DSIZE];                                                          \
+    float fs[8], fd[8];                                                                         \
+    memset(sb, 0, sizeof(sb)); memset(db, 0, sizeof(db));                                       \
+    memset(fs, 0, sizeof(fs)); memset(fd, 0, sizeof(fd));                                       \
+    memcpy(sb, s, (size_t)r * SSIZE);                                                           \
+    if (hm) memcpy(db, d, (size_t)r * DSIZE);                                                   \
+    __m256 vs = _mm256_set1_ps(hs ? ssc[0] : 1.0f), vd = _mm256_set1_ps(hd ? dinv[0] : 1.0f);   \
+    if (hs && sk) { memcpy(fs, ssc, (size_t)r * 4); vs = _mm256_loadu_ps(fs); }                 \
+    if (hd && dk) { memcpy(fd, dinv, (size_t)r * 4); vd = _mm256_loadu_ps(fd); }                 \
+    __m256 v = RQ2_MATH(rq2_ld_##SN(sb), vs, vd, DN, db);                                       \
+    rq2_st_##DN(db, v, &acc);                                                                   \
+    memcpy(d, db, (size_t)r * DSIZE);                                                           \
+}                                                                                               \
 RQ_TGT2 static inline __attribute__((always_inline)) void                                      \
 rq2_row_body_##SN##_##DN(const char* s, char* d, int64_t n, const float* ssc, int64_t sk,       \
         const float* dinv, int64_t dk, const rq_math_t* m, const int PURE) {                    \
@@ -852,6 +913,27 @@ rq2_row_body_##SN##_##DN(const char* s, char* d, int64_t n, const float* ssc, in
     __m256i acc = _mm256_setzero_si256();                                                       \
     const __m256 vs1 = _mm256_set1_ps(hs ? ssc[0] : 1.0f), vd1 = _mm256_set1_ps(hd ? dinv[0] : 1.0f); \
     int64_t j = 0;                                                                              \
+    /* streaming (large outputs, 2- and 4-byte elements): up to the first 64-byte boundary    \
+       through the partial path, then 16 elements per step into aligned streaming stores */   \
+    if (m->nt && !hm && (DSIZE == 2 || DSIZE == 4) && n >= 64 && ((uintptr_t)d % DSIZE) == 0) { \
+        while (j < n && ((uintptr_t)(d + j * DSIZE) & 63)) {                                    \
+            int64_t r = (int64_t)((64 - ((uintptr_t)(d + j * DSIZE) & 63)) / DSIZE);            \
+            if (r > 8) r = 8;                                                                   \
+            if (r > n - j) r = n - j;                                                           \
+            rq2_row_part_##SN##_##DN(s + j * SSIZE, d + j * DSIZE, r, ssc + (sk ? j : 0), sk,   \
+                                     dinv + (dk ? j : 0), dk, m, PURE);                         \
+            j += r;                                                                             \
+        }                                                                                       \
+        for (; j + 16 <= n; j += 16) {                                                          \
+            __m256 vs0 = vs1, vs_ = vs1, vd0 = vd1, vd_ = vd1;                                  \
+            if (hs && sk) { vs0 = _mm256_loadu_ps(ssc + j); vs_ = _mm256_loadu_ps(ssc + j + 8); } \
+            if (hd && dk) { vd0 = _mm256_loadu_ps(dinv + j); vd_ = _mm256_loadu_ps(dinv + j + 8); } \
+            __m256 x = RQ2_MATH(rq2_ld_##SN(s + j * SSIZE), vs0, vd0, DN, d);                   \
+            __m256 y = RQ2_MATH(rq2_ld_##SN(s + (j + 8) * SSIZE), vs_, vd_, DN, d);             \
+            rq2_nt16_##DN(d + j * DSIZE, x, y, &acc);                                           \
+        }                                                                                       \
+        _mm_sfence();                                                                           \
+    }                                                                                           \
     for (; j + 32 <= n; j += 32) {                                                              \
         _Pragma("GCC unroll 4")                                                                 \
         for (int u = 0; u < 4; u++) {                                                           \
@@ -865,18 +947,8 @@ rq2_row_body_##SN##_##DN(const char* s, char* d, int64_t n, const float* ssc, in
     }                                                                                           \
     for (; j < n; j += 8) {                                                                     \
         const int64_t r = n - j < 8 ? n - j : 8;                                                \
-        char sb[8 * SSIZE], db[8 * DSIZE];                                                      \
-        float fs[8], fd[8];                                                                     \
-        memset(sb, 0, sizeof(sb)); memset(db, 0, sizeof(db));                                   \
-        memset(fs, 0, sizeof(fs)); memset(fd, 0, sizeof(fd));                                   \
-        memcpy(sb, s + j * SSIZE, (size_t)r * SSIZE);                                           \
-        if (hm) memcpy(db, d + j * DSIZE, (size_t)r * DSIZE);                                   \
-        __m256 vs = vs1, vd = vd1;                                                              \
-        if (hs && sk) { memcpy(fs, ssc + j, (size_t)r * 4); vs = _mm256_loadu_ps(fs); }         \
-        if (hd && dk) { memcpy(fd, dinv + j, (size_t)r * 4); vd = _mm256_loadu_ps(fd); }         \
-        __m256 v = RQ2_MATH(rq2_ld_##SN(sb), vs, vd, DN, db);                                   \
-        rq2_st_##DN(db, v, &acc);                                                               \
-        memcpy(d + j * DSIZE, db, (size_t)r * DSIZE);                                           \
+        rq2_row_part_##SN##_##DN(s + j * SSIZE, d + j * DSIZE, r, ssc + (sk ? j : 0), sk,       \
+                                 dinv + (dk ? j : 0), dk, m, PURE);                             \
     }                                                                                           \
 }                                                                                               \
 RQ_TGT2 static void rq2_row_##SN##_##DN(const void* s, void* d, int64_t n, const float* ssc,    \

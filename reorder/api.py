@@ -149,8 +149,8 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
             p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype), None, attrs)
             _remember(_BY_ATTRS, key, p, _BY_KEY_MAX)
             return p(arr, out=out, threads=threads)
-        values = call_values(p.attrs, src_scales, dst_scales, src_zero_point, dst_zero_point,
-                             sum_beta)
+        values = call_values(p.attrs, p._values, src_scales, dst_scales, src_zero_point,
+                             dst_zero_point, sum_beta)
         if src_dtype is not None:
             arr = _read_as(arr, p.src.dtype)
         arr, out = p.bind(arr, out)
@@ -184,6 +184,11 @@ def _value_key(v):
     """What a scale argument contributes to a call's key: its kind and shape, not its values."""
     if v is None:
         return None
+    t = type(v)
+    if t is float or t is int:
+        return t
+    if t is np.ndarray:
+        return (t, v.shape, v.dtype)
     try:
         return (type(v), np.shape(v), getattr(v, "dtype", None))
     except Exception:               # ragged and the like: no key, the long way reports it

@@ -743,6 +743,36 @@ RQ_TGT2 static inline void rq2_nt16_u8(void* p, __m256 a, __m256 b, __m256i* acc
     __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(rq2_q_u8(a), rq2_q_u8(b)), 0xD8);
     _mm_stream_si128((__m128i*)p, _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
 }
+/* rows of bytes: 32 values per store, the clamped int32 packed in two steps (the packs
+   saturate as the clamps would; no accumulator: rows never carry compensation) and the
+   128-bit-lane interleave of the packs undone with one dword permute */
+#define RQ2_PACK32_s8 1
+#define RQ2_PACK32_u8 1
+#define RQ2_PACK32_f32 0
+#define RQ2_PACK32_f64 0
+#define RQ2_PACK32_f16 0
+#define RQ2_PACK32_bf16 0
+#define RQ2_PACK32_s32 0
+RQ_TGT2 static inline void rq2_st32_s8(void* p, const __m256 v[4]) {
+    const __m256 hi = _mm256_set1_ps(127.0f);
+    __m256i a = _mm256_packs_epi32(_mm256_cvtps_epi32(_mm256_min_ps(v[0], hi)),
+                                   _mm256_cvtps_epi32(_mm256_min_ps(v[1], hi)));
+    __m256i b = _mm256_packs_epi32(_mm256_cvtps_epi32(_mm256_min_ps(v[2], hi)),
+                                   _mm256_cvtps_epi32(_mm256_min_ps(v[3], hi)));
+    __m256i q = _mm256_packs_epi16(a, b);
+    _mm256_storeu_si256((__m256i*)p,
+                        _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+RQ_TGT2 static inline void rq2_st32_u8(void* p, const __m256 v[4]) {
+    __m256i a = _mm256_packs_epi32(rq2_q_u8(v[0]), rq2_q_u8(v[1]));
+    __m256i b = _mm256_packs_epi32(rq2_q_u8(v[2]), rq2_q_u8(v[3]));
+    __m256i q = _mm256_packus_epi16(a, b);
+    _mm256_storeu_si256((__m256i*)p,
+                        _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+#define RQ2_ST32_NONE(DN)                                                                      \
+    RQ_TGT2 static inline void rq2_st32_##DN(void* p, const __m256 v[4]) { (void)p; (void)v; }
+RQ2_ST32_NONE(f32) RQ2_ST32_NONE(f64) RQ2_ST32_NONE(f16) RQ2_ST32_NONE(bf16) RQ2_ST32_NONE(s32)
 /* 8x8 f32 transpose in 24 shuffles */
 RQ_TGT2 static inline __attribute__((always_inline)) void rq2_tr8x8(__m256 r[8]) {
     __m256 t[8], u[8];
@@ -935,15 +965,17 @@ rq2_row_body_##SN##_##DN(const char* s, char* d, int64_t n, const float* ssc, in
         _mm_sfence();                                                                           \
     }                                                                                           \
     for (; j + 32 <= n; j += 32) {                                                              \
+        __m256 v4[4];                                                                           \
         _Pragma("GCC unroll 4")                                                                 \
         for (int u = 0; u < 4; u++) {                                                           \
             const int64_t e = j + 8 * u;                                                        \
             __m256 vs = vs1, vd = vd1;                                                          \
             if (hs && sk) vs = _mm256_loadu_ps(ssc + e);                                        \
             if (hd && dk) vd = _mm256_loadu_ps(dinv + e);                                       \
-            __m256 v = RQ2_MATH(rq2_ld_##SN(s + e * SSIZE), vs, vd, DN, d + e * DSIZE);         \
-            rq2_st_##DN(d + e * DSIZE, v, &acc);                                                \
+            v4[u] = RQ2_MATH(rq2_ld_##SN(s + e * SSIZE), vs, vd, DN, d + e * DSIZE);            \
+            if (!RQ2_PACK32_##DN) rq2_st_##DN(d + e * DSIZE, v4[u], &acc);                      \
         }                                                                                       \
+        if (RQ2_PACK32_##DN) rq2_st32_##DN(d + j * DSIZE, v4);                                  \
     }                                                                                           \
     for (; j < n; j += 8) {                                                                     \
         const int64_t r = n - j < 8 ? n - j : 8;                                                \

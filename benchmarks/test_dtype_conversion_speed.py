@@ -3,6 +3,8 @@ np.copyto of the same bytes ((src + dst) / 2) in the same run, 8x256x56x56, 1 an
 
 Targets (medians, ratio to that copy; docs/int8.md): >= 0.8 on an unchanged layout (and at
 least oneDNN 3.2's ratio), >= 0.7 through a layout change."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -25,6 +27,7 @@ PAIRS = [
 LAYOUTS = [("nchw", "nchw"), ("nchw", "nhwc"), ("nChw16c", "nchw"), ("nchw", "nChw16c")]
 
 
+@functools.lru_cache(maxsize=4)      # 26-103 MB each; the cases come grouped by pair
 def _source(sdt, stag):
     rng = np.random.default_rng(0)
     x = (rng.standard_normal(DIMS) * 40).astype(np.float32)

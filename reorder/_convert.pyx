@@ -41,7 +41,7 @@ from reorder._nodes cimport (NodeList, Walk, MAX_NODES, MAX_DIMS, fill_nodes, ou
 
 cdef extern from "_cpu.h" nogil:
     ctypedef struct reorder_cpu_t:
-        int avx2, avx512, avx512_conv, avx512_bf16, avx512_int8w
+        int avx2, avx512, avx512_conv, avx512_bf16, avx512_int8w, avx2_f16c
     reorder_cpu_t reorder_cpu
     void reorder_cpu_detect()
 
@@ -61,6 +61,7 @@ cdef extern from "_convert_simd.h" nogil:
     ctypedef struct rq_math_t:
         float szp, dzp, beta, adj
         int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj
+        int nt
     ctypedef struct rq_block_t:
         int64_t ngroups, dB, nbv, nbw, nt
         const int64_t* soff
@@ -80,7 +81,12 @@ cdef extern from "_convert_simd.h" nogil:
     ctypedef void (*rq_w_fn)(const void* src, void* dst, const rq_w_t* k,
                              const rq_math_t* m) noexcept nogil
     rq_w_fn rq_w_kernel(int scode, int dcode)
+    ctypedef void (*rq_row_fn)(const void* s, void* d, int64_t n, const float* ssc, int64_t sk,
+                               const float* dinv, int64_t dk, const rq_math_t* m) noexcept nogil
+    rq_row_fn rq_row_kernel(int scode, int dcode)
+    int rq_isa(int scode, int dcode)
     int rq_simd_available()
+    int rq_avx2_available()
     void rq_set_simd(int on)
     int rq_row_f32_to_f16(const void*, void*, int64_t)
     int rq_row_f32_to_bf16(const void*, void*, int64_t)
@@ -228,6 +234,8 @@ cdef struct QCtx:
     float beta
     float adj
     int32_t* acc            # compensation accumulator, or NULL
+    rq_row_fn row           # SIMD conversion of contiguous runs for this dtype pair, or NULL
+    const rq_math_t* m      # the same arithmetic, as the SIMD code takes it
 
 
 cdef inline float to_f32(any_t v) noexcept nogil:
@@ -330,11 +338,22 @@ cdef inline void _sum_row(float* t, const dst_t* d, int64_t dI, float beta, int6
 cdef inline void _run(const src_t* s, dst_t* d, int64_t n, int64_t sI, int64_t dI,
                       const QCtx* c, int64_t ko, int64_t kI, int64_t co, int64_t cI) noexcept nogil:
     """Convert one inner run of n valid elements (strides sI, dI; scale index ko + j*kI;
-    comp index co + j*cI) through an f32 scratch row, CH elements at a time."""
+    comp index co + j*cI) through an f32 scratch row, CH elements at a time; a run that is
+    contiguous on both sides goes through the SIMD row in one pass instead."""
     cdef float t[CH]
-    cdef int64_t b, m, j
+    cdef int64_t b, m, j, sk, dk
     cdef int32_t racc = 0
     cdef float zp
+    cdef const float* ssc
+    cdef const float* dsc
+    if c.row != NULL and sI == 1 and dI == 1 and (dst_t is not int8_t or c.acc == NULL):
+        sk = kI if c.sscale_masked else 0
+        dk = kI if c.dscale_masked else 0
+        if sk <= 1 and dk <= 1:
+            ssc = c.sscale + ko if c.sscale_masked else c.sscale
+            dsc = c.dinv + ko if c.dscale_masked else c.dinv
+            c.row(s, d, n, ssc, sk, dsc, dk, c.m)
+            return
     b = 0
     while b < n:
         m = n - b if n - b < CH else CH
@@ -701,6 +720,25 @@ cdef void _part(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, cons
            slot)
 
 
+cdef enum:
+    RUN_PIECE = 4096    # elements: the smallest piece of a run a thread takes
+
+
+cdef void _run_pieces(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c,
+                      int nthreads) noexcept nogil:
+    """The single run of node list p (outer count 1) in nthreads pieces, each a multiple of
+    64 elements but the last, so vectors and cache lines stay whole inside a piece."""
+    cdef int last = p.n - 1
+    cdef int64_t n = p.ext[last], lo, hi
+    cdef int64_t sI = p.ss[last], dI = p.ds[last], kI = p.ks[last], cI = p.cs[last]
+    cdef int t
+    for t in prange(nthreads, num_threads=nthreads, schedule="static"):
+        lo = (n * t // nthreads) // 64 * 64
+        hi = n if t == nthreads - 1 else (n * (t + 1) // nthreads) // 64 * 64
+        if hi > lo:
+            _run(s + lo * sI, d + lo * dI, hi - lo, sI, dI, c, lo * kI, kI, lo * cI, cI)
+
+
 cdef void _drive(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, const Job* J,
                  int split, int nthreads) noexcept nogil:
     """Threads take a static split of the outer iterations; with compensation they split node
@@ -709,6 +747,11 @@ cdef void _drive(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, con
     cdef int64_t ext
     cdef int t, nchunks
     if outer == 0 or p.ext[p.n - 1] == 0 or (J.kind == K_TILE and J.T.bext == 0):
+        return
+    if split < 0 and J.kind == K_WALK and outer == 1 and p.dim[p.n - 1] < 0 \
+            and p.ext[p.n - 1] >= 2 * RUN_PIECE and nthreads > 1:
+        # one long run (a plain layout, fused): threads take pieces of it
+        _run_pieces(s, d, p, c, nthreads)
         return
     if split < 0:
         nchunks = nthreads if outer >= nthreads else <int>outer
@@ -788,6 +831,52 @@ cdef class Arith:
     cdef QCtx c
     cdef rq_math_t m
     cdef object keep            # the arrays the context points into
+    cdef float one_s, one_d     # a common scale and dst reciprocal held here (with_values)
+    cdef float* own             # reciprocals of per-dim dst scales (with_values), or NULL
+
+    def __dealloc__(self):
+        free(self.own)
+
+    def with_values(self, src_scales, dst_scales, src_zp, dst_zp, beta):
+        """A copy of this arithmetic with one call's values: src_scales / dst_scales a float
+        or a flat contiguous float32 array (the dst ones as given; their f32 reciprocals are
+        taken here, 1.0f / s as the plan does), zero points and beta numbers. The caller has
+        checked that the same operations are present and the counts match."""
+        cdef Arith a = Arith.__new__(Arith)
+        cdef const float[::1] v
+        cdef Py_ssize_t i, n
+        cdef float one = 1.0, f
+        a.c = self.c
+        a.m = self.m
+        a.keep = (src_scales, dst_scales)
+        if self.c.has_sscale:
+            if type(src_scales) is float:
+                a.one_s = src_scales
+                a.c.sscale = &a.one_s
+            else:
+                v = src_scales
+                a.c.sscale = &v[0]
+        if self.c.has_dscale:
+            if type(dst_scales) is float:
+                f = dst_scales
+                a.one_d = one / f
+                a.c.dinv = &a.one_d
+            else:
+                v = dst_scales
+                n = v.shape[0]
+                a.own = <float*>malloc(n * sizeof(float))
+                if a.own == NULL:
+                    raise MemoryError("cannot allocate the dst scale reciprocals")
+                for i in range(n):
+                    a.own[i] = one / v[i]
+                a.c.dinv = a.own
+        if self.c.has_szp:
+            a.c.szp = a.m.szp = src_zp
+        if self.c.has_dzp:
+            a.c.dzp = a.m.dzp = dst_zp
+        if self.c.has_sum:
+            a.c.beta = a.m.beta = beta
+        return a
 
     def __init__(self, *, const float[::1] src_scales=None, bint src_scale_masked=False,
                  const float[::1] dst_inv_scales=None, bint dst_scale_masked=False,
@@ -839,7 +928,8 @@ cdef class Convert:
     cdef object keep            # the arrays the context and tables point into
 
     def __init__(self, int scode, int dcode, const int64_t[:, ::1] nodes,
-                 const int64_t[:, ::1] checked, Arith arith not None, int split):
+                 const int64_t[:, ::1] checked, Arith arith not None, int split,
+                 bint nt=False):
         if not (0 <= scode <= 6 and 0 <= dcode <= 6):
             raise ValueError(f"bad dtype codes {scode}, {dcode}")
         if nodes.shape[1] != 7:
@@ -851,7 +941,7 @@ cdef class Convert:
         self.c = arith.c
         self.m = arith.m
         self.scode, self.dcode, self.split, self.kind = scode, dcode, split, K_WALK
-        self.nt = False
+        self.nt = nt
 
     @property
     def simd(self):
@@ -862,16 +952,41 @@ cdef class Convert:
             return rq_w_kernel(self.scode, self.dcode) != NULL
         return False
 
-    def run(self, uintptr_t src, uintptr_t dst, int nthreads, uintptr_t acc=0):
+    @property
+    def path(self):
+        """The code this runner takes on this CPU now: 'avx512-bf16', 'avx512', 'avx2' or
+        'portable' (the strided walk: for its runs that are contiguous on both sides; the
+        `4i16o4i` weights: 'avx512-vbmi' or 'portable')."""
+        if self.kind == K_W:
+            return "avx512-vbmi" if rq_w_kernel(self.scode, self.dcode) != NULL else "portable"
+        return ("portable", "avx2", "avx512", "avx512-bf16")[rq_isa(self.scode, self.dcode)]
+
+    def run(self, uintptr_t src, uintptr_t dst, int nthreads, uintptr_t acc=0,
+            Arith values=None):
         """src, dst: addresses of logical element (0, ..., 0) of each side. acc: a zeroed
         int32 buffer over the compensation layout that receives the sums of the stored s8
-        values, or 0. Raises MemoryError when the tile scratch cannot be allocated."""
+        values, or 0. values: an Arith with this call's scales, zero points and beta (the
+        plan's own when None); it must ask for the same operations as the plan's.
+        Raises MemoryError when the tile scratch cannot be allocated."""
         cdef QCtx c = self.c
+        cdef rq_math_t m = self.m
         cdef Job J
         cdef int split = self.split
         if acc != 0 and self.dcode != 4:
             raise ValueError("compensation needs an s8 destination")
-        J.kind, J.T, J.W, J.m, J.idx = self.kind, &self.T, &self.W, &self.m, self.idx
+        if values is not None:
+            if (values.c.has_sscale, values.c.has_dscale, values.c.has_szp, values.c.has_dzp,
+                    values.c.has_sum, values.c.sscale_masked, values.c.dscale_masked) != (
+                    c.has_sscale, c.has_dscale, c.has_szp, c.has_dzp, c.has_sum,
+                    c.sscale_masked, c.dscale_masked) or values.m.adj != m.adj:
+                raise ValueError("the call's conversion values ask for other operations than "
+                                 "the plan was made for")
+            c = values.c
+            m = values.m
+        m.nt = self.nt and self.kind == K_WALK
+        c.m = &m
+        c.row = rq_row_kernel(self.scode, self.dcode) if self.kind == K_WALK else NULL
+        J.kind, J.T, J.W, J.m, J.idx = self.kind, &self.T, &self.W, &m, self.idx
         J.bfn = rq_block_kernel(self.scode, self.dcode) if self.kind == K_TILE else NULL
         J.wfn = rq_w_kernel(self.scode, self.dcode) if self.kind == K_W else NULL
         J.scratch, J.scratch_bytes = NULL, 0
@@ -969,9 +1084,17 @@ def simd_available():
     return bool(rq_simd_available())
 
 
+def avx2_available():
+    """True when the AVX2 (+F16C) conversion tiles and rows can run on this CPU."""
+    return bool(rq_avx2_available())
+
+
 def set_simd(int mode):
-    """1: AVX-512 tiles (hardware bf16 when the CPU has it), 2: AVX-512 with the emulated
-    bf16, 0: portable loops only. Tests compare every path with the reference."""
+    """1: the widest SIMD the CPU has (AVX-512 with hardware bf16 when present, else AVX2),
+    2: AVX-512 with the emulated bf16, 3: AVX2 even where AVX-512 exists, 0: portable loops
+    only. Tests compare every path with the reference."""
+    if mode not in (0, 1, 2, 3):
+        raise ValueError(f"bad SIMD mode {mode}")
     rq_set_simd(mode)
 
 

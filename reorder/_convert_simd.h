@@ -25,6 +25,7 @@
 typedef struct {
     float szp, dzp, beta, adj;
     int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj;
+    int nt;                /* rows: stream 64-byte-aligned stores (the plan's choice) */
 } rq_math_t;
 
 
@@ -52,6 +53,11 @@ typedef struct {
                               output (s, i) (see RQ_W) */
 } rq_w_t;
 typedef void (*rq_w_fn)(const void* src, void* dst, const rq_w_t* k, const rq_math_t* m);
+
+/* A contiguous run of n elements on both sides (the strided walk's inner run): scales are
+   one value (sk / dk 0) or one per element (1). */
+typedef void (*rq_row_fn)(const void* s, void* d, int64_t n, const float* ssc, int64_t sk,
+                          const float* dinv, int64_t dk, const rq_math_t* m);
 
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
@@ -601,31 +607,547 @@ static const rq_w_fn rq_ws[7][2] = {
     {rq_w_bf16_s8, rq_w_bf16_u8}, {rq_w_s8_s8, rq_w_s8_u8}, {rq_w_u8_s8, rq_w_u8_u8},
     {rq_w_s32_s8, rq_w_s32_u8}};
 
+
+/* ---- AVX2 (+F16C): the same tiles and rows 8 elements wide, for CPUs without AVX-512 ------
+ * Same arithmetic in the same order as the scalar code; integer stores clamp with minps /
+ * maxps before the conversion (NaN takes the bound tested first) and then saturate in the
+ * packs, so the bytes equal the portable path's. Used when reorder_cpu.avx2_f16c is set. */
+#define RQ_TGT2 __attribute__((target("avx2,f16c")))
+RQ_TGT2 static inline __m256 rq2_ld_f32(const void* p) { return _mm256_loadu_ps((const float*)p); }
+RQ_TGT2 static inline __m256 rq2_ld_f64(const void* p) {
+    const double* q = (const double*)p;
+    return _mm256_set_m128(_mm256_cvtpd_ps(_mm256_loadu_pd(q + 4)), _mm256_cvtpd_ps(_mm256_loadu_pd(q)));
+}
+RQ_TGT2 static inline __m256 rq2_ld_f16(const void* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p));
+}
+RQ_TGT2 static inline __m256 rq2_ld_bf16(const void* p) {
+    __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+RQ_TGT2 static inline __m256 rq2_ld_s8(const void* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)p)));
+}
+RQ_TGT2 static inline __m256 rq2_ld_u8(const void* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)p)));
+}
+RQ_TGT2 static inline __m256 rq2_ld_s32(const void* p) {
+    return _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i*)p));
+}
+/* bf16 bits (in the low half of each dword) as oneDNN rounds: see rq_bf16_bits */
+RQ_TGT2 static inline __m256i rq2_bf16_bits(__m256 v) {
+    const __m256i x = _mm256_castps_si256(v);
+    const __m256i e = _mm256_and_si256(x, _mm256_set1_epi32(0x7f800000));
+    const __m256i hi = _mm256_srli_epi32(x, 16);
+    const __m256i odd = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), odd), 16);
+    const __m256i kinf = _mm256_cmpeq_epi32(e, _mm256_set1_epi32(0x7f800000));
+    const __m256i knan = _mm256_andnot_si256(
+        _mm256_cmpeq_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x007fffff)), _mm256_setzero_si256()), kinf);
+    const __m256i kden = _mm256_cmpeq_epi32(e, _mm256_setzero_si256());
+    r = _mm256_blendv_epi8(r, hi, kinf);
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), knan);
+    r = _mm256_blendv_epi8(r, _mm256_and_si256(hi, _mm256_set1_epi32(0x8000)), kden);
+    return r;
+}
+/* f32 -> saturated int32, as the scalar clamps order them (NaN -> 127 / 0 / 2147483520) */
+RQ_TGT2 static inline __m256i rq2_q_s8(__m256 v) {
+    __m256i q = _mm256_cvtps_epi32(_mm256_min_ps(v, _mm256_set1_ps(127.0f)));  /* <-2^31: INT_MIN */
+    return _mm256_max_epi32(q, _mm256_set1_epi32(-128));
+}
+RQ_TGT2 static inline __m256i rq2_q_u8(__m256 v) {
+    v = _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(255.0f));
+    return _mm256_cvtps_epi32(v);
+}
+/* 8 elements -> dst; `acc` (s8) receives the stored values */
+RQ_TGT2 static inline void rq2_st_f32(void* p, __m256 v, __m256i* acc) { (void)acc; _mm256_storeu_ps((float*)p, v); }
+RQ_TGT2 static inline void rq2_st_f64(void* p, __m256 v, __m256i* acc) {
+    (void)acc;
+    _mm256_storeu_pd((double*)p, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+    _mm256_storeu_pd((double*)p + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+RQ_TGT2 static inline void rq2_st_f16(void* p, __m256 v, __m256i* acc) {
+    (void)acc; _mm_storeu_si128((__m128i*)p, _mm256_cvtps_ph(v, RQ_RNE));
+}
+RQ_TGT2 static inline void rq2_st_bf16(void* p, __m256 v, __m256i* acc) {
+    (void)acc;
+    __m256i r = rq2_bf16_bits(v);
+    _mm_storeu_si128((__m128i*)p, _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+}
+RQ_TGT2 static inline void rq2_st_s8(void* p, __m256 v, __m256i* acc) {
+    __m256i q = rq2_q_s8(v);
+    *acc = _mm256_add_epi32(*acc, q);
+    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    _mm_storel_epi64((__m128i*)p, _mm_packs_epi16(w, w));
+}
+RQ_TGT2 static inline void rq2_st_u8(void* p, __m256 v, __m256i* acc) {
+    (void)acc;
+    __m256i q = rq2_q_u8(v);
+    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    _mm_storel_epi64((__m128i*)p, _mm_packus_epi16(w, w));
+}
+RQ_TGT2 static inline void rq2_st_s32(void* p, __m256 v, __m256i* acc) {
+    (void)acc;
+    _mm256_storeu_si256((__m256i*)p, _mm256_cvtps_epi32(_mm256_min_ps(v, _mm256_set1_ps(2147483520.0f))));
+}
+/* 16 lanes (two vectors) -> 16 contiguous dst elements, one or two full-width stores */
+RQ_TGT2 static inline void rq2_st16_f32(void* p, __m256 a, __m256 b, __m256i* acc) {
+    (void)acc; _mm256_storeu_ps((float*)p, a); _mm256_storeu_ps((float*)p + 8, b);
+}
+RQ_TGT2 static inline void rq2_st16_f64(void* p, __m256 a, __m256 b, __m256i* acc) {
+    rq2_st_f64(p, a, acc); rq2_st_f64((double*)p + 8, b, acc);
+}
+RQ_TGT2 static inline void rq2_st16_s32(void* p, __m256 a, __m256 b, __m256i* acc) {
+    rq2_st_s32(p, a, acc); rq2_st_s32((int32_t*)p + 8, b, acc);
+}
+RQ_TGT2 static inline void rq2_st16_f16(void* p, __m256 a, __m256 b, __m256i* acc) {
+    (void)acc;
+    _mm256_storeu_si256((__m256i*)p, _mm256_set_m128i(_mm256_cvtps_ph(b, RQ_RNE), _mm256_cvtps_ph(a, RQ_RNE)));
+}
+RQ_TGT2 static inline void rq2_st16_bf16(void* p, __m256 a, __m256 b, __m256i* acc) {
+    (void)acc;
+    __m256i w = _mm256_packus_epi32(rq2_bf16_bits(a), rq2_bf16_bits(b));   /* a0-3 b0-3 | a4-7 b4-7 */
+    _mm256_storeu_si256((__m256i*)p, _mm256_permute4x64_epi64(w, 0xD8));
+}
+RQ_TGT2 static inline void rq2_st16_s8(void* p, __m256 a, __m256 b, __m256i* acc) {
+    __m256i qa = rq2_q_s8(a), qb = rq2_q_s8(b);
+    acc[0] = _mm256_add_epi32(acc[0], qa);
+    acc[1] = _mm256_add_epi32(acc[1], qb);
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(qa, qb), 0xD8);
+    _mm_storeu_si128((__m128i*)p, _mm_packs_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+}
+RQ_TGT2 static inline void rq2_st16_u8(void* p, __m256 a, __m256 b, __m256i* acc) {
+    (void)acc;
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(rq2_q_u8(a), rq2_q_u8(b)), 0xD8);
+    _mm_storeu_si128((__m128i*)p, _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+}
+/* the same 16 lanes with streaming stores (p aligned to the store width) */
+RQ_TGT2 static inline void rq2_nt16_f32(void* p, __m256 a, __m256 b, __m256i* acc) {
+    (void)acc; _mm256_stream_ps((float*)p, a); _mm256_stream_ps((float*)p + 8, b);
+}
+RQ_TGT2 static inline void rq2_nt16_s32(void* p, __m256 a, __m256 b, __m256i* acc) {
+    (void)acc;
+    const __m256 hi = _mm256_set1_ps(2147483520.0f);
+    _mm256_stream_si256((__m256i*)p, _mm256_cvtps_epi32(_mm256_min_ps(a, hi)));
+    _mm256_stream_si256((__m256i*)p + 1, _mm256_cvtps_epi32(_mm256_min_ps(b, hi)));
+}
+RQ_TGT2 static inline void rq2_nt16_f64(void* p, __m256 a, __m256 b, __m256i* acc) {
+    rq2_st16_f64(p, a, b, acc);
+}
+RQ_TGT2 static inline void rq2_nt16_f16(void* p, __m256 a, __m256 b, __m256i* acc) {
+    (void)acc;
+    _mm256_stream_si256((__m256i*)p, _mm256_set_m128i(_mm256_cvtps_ph(b, RQ_RNE), _mm256_cvtps_ph(a, RQ_RNE)));
+}
+RQ_TGT2 static inline void rq2_nt16_bf16(void* p, __m256 a, __m256 b, __m256i* acc) {
+    (void)acc;
+    __m256i w = _mm256_packus_epi32(rq2_bf16_bits(a), rq2_bf16_bits(b));
+    _mm256_stream_si256((__m256i*)p, _mm256_permute4x64_epi64(w, 0xD8));
+}
+RQ_TGT2 static inline void rq2_nt16_s8(void* p, __m256 a, __m256 b, __m256i* acc) {
+    __m256i qa = rq2_q_s8(a), qb = rq2_q_s8(b);
+    acc[0] = _mm256_add_epi32(acc[0], qa);
+    acc[1] = _mm256_add_epi32(acc[1], qb);
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(qa, qb), 0xD8);
+    _mm_stream_si128((__m128i*)p, _mm_packs_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+}
+RQ_TGT2 static inline void rq2_nt16_u8(void* p, __m256 a, __m256 b, __m256i* acc) {
+    (void)acc;
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(rq2_q_u8(a), rq2_q_u8(b)), 0xD8);
+    _mm_stream_si128((__m128i*)p, _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+}
+/* rows of bytes: 32 values per store, the clamped int32 packed in two steps (the packs
+   saturate as the clamps would; no accumulator: rows never carry compensation) and the
+   128-bit-lane interleave of the packs undone with one dword permute */
+#define RQ2_PACK32_s8 1
+#define RQ2_PACK32_u8 1
+#define RQ2_PACK32_f32 0
+#define RQ2_PACK32_f64 0
+#define RQ2_PACK32_f16 0
+#define RQ2_PACK32_bf16 0
+#define RQ2_PACK32_s32 0
+RQ_TGT2 static inline void rq2_st32_s8(void* p, const __m256 v[4]) {
+    const __m256 hi = _mm256_set1_ps(127.0f);
+    __m256i a = _mm256_packs_epi32(_mm256_cvtps_epi32(_mm256_min_ps(v[0], hi)),
+                                   _mm256_cvtps_epi32(_mm256_min_ps(v[1], hi)));
+    __m256i b = _mm256_packs_epi32(_mm256_cvtps_epi32(_mm256_min_ps(v[2], hi)),
+                                   _mm256_cvtps_epi32(_mm256_min_ps(v[3], hi)));
+    __m256i q = _mm256_packs_epi16(a, b);
+    _mm256_storeu_si256((__m256i*)p,
+                        _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+RQ_TGT2 static inline void rq2_st32_u8(void* p, const __m256 v[4]) {
+    __m256i a = _mm256_packs_epi32(rq2_q_u8(v[0]), rq2_q_u8(v[1]));
+    __m256i b = _mm256_packs_epi32(rq2_q_u8(v[2]), rq2_q_u8(v[3]));
+    __m256i q = _mm256_packus_epi16(a, b);
+    _mm256_storeu_si256((__m256i*)p,
+                        _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+#define RQ2_ST32_NONE(DN)                                                                      \
+    RQ_TGT2 static inline void rq2_st32_##DN(void* p, const __m256 v[4]) { (void)p; (void)v; }
+RQ2_ST32_NONE(f32) RQ2_ST32_NONE(f64) RQ2_ST32_NONE(f16) RQ2_ST32_NONE(bf16) RQ2_ST32_NONE(s32)
+/* 8x8 f32 transpose in 24 shuffles */
+RQ_TGT2 static inline __attribute__((always_inline)) void rq2_tr8x8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int g = 0; g < 2; g++) {
+        u[4 * g + 0] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+        u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; j++) {
+        r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+        r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+    }
+}
+static const char rq_zero_row[64] __attribute__((aligned(64))) = {0};
+
+/* arithmetic of one vector in the scalar code's order; vs/vd: the lanes' scales */
+#define RQ2_MATH(V, VS, VD, DN, D)                                                              \
+    ({ __m256 w_ = (V);                                                                         \
+       if (hz) w_ = _mm256_sub_ps(w_, szp);                                                     \
+       if (hs) w_ = _mm256_mul_ps(w_, (VS));                                                    \
+       if (hm) w_ = _mm256_add_ps(w_, _mm256_mul_ps(beta, rq2_ld_##DN(D)));                     \
+       if (hd) w_ = _mm256_mul_ps(w_, (VD));                                                    \
+       if (hdz) w_ = _mm256_add_ps(w_, dzp);                                                    \
+       if (ha) w_ = _mm256_mul_ps(w_, adj);                                                     \
+       w_; })
+#define RQ2_FLAGS(PURE)                                                                         \
+    const __m256 szp = _mm256_set1_ps(m->szp), dzp = _mm256_set1_ps(m->dzp);                    \
+    const __m256 beta = _mm256_set1_ps(m->beta), adj = _mm256_set1_ps(m->adj);                  \
+    const int hz = !(PURE) && m->has_szp, hs = !(PURE) && m->has_sscale;                        \
+    const int hm = !(PURE) && m->has_sum, hd = !(PURE) && m->has_dscale;                        \
+    const int hdz = !(PURE) && m->has_dzp, ha = !(PURE) && m->has_adj;                          \
+    (void)szp; (void)dzp; (void)beta; (void)adj;
+
+/* The AVX2 tile: 16 rows x 8 columns per step, two 8x8 transposes, then per column the 16
+   lanes as two vectors, converted and stored as 16 contiguous elements. Invalid lanes read
+   a zero row and are masked to 0 after the arithmetic; the last columns go through a zeroed
+   stack copy, so every load is a full vector. */
+#define RQ2_TILE(SN, SSIZE, DN, DSIZE)                                                          \
+RQ_TGT2 static inline __attribute__((always_inline)) void                                      \
+rq2_chunk_##SN##_##DN(const char* const rp[16], char* d, int64_t dstep, int nb, __m256 vs0,     \
+        __m256 vs1, __m256 vd0, __m256 vd1, __m256 mk0, __m256 mk1, int masked,                 \
+        const rq_math_t* m, __m256i acc[2], int nt, const int PURE) {                           \
+    RQ2_FLAGS(PURE)                                                                             \
+    __m256 lo[8], hi[8];                                                                        \
+    _Pragma("GCC unroll 8")                                                                     \
+    for (int a = 0; a < 8; a++) { lo[a] = rq2_ld_##SN(rp[a]); hi[a] = rq2_ld_##SN(rp[8 + a]); } \
+    rq2_tr8x8(lo);                                                                              \
+    rq2_tr8x8(hi);                                                                              \
+    _Pragma("GCC unroll 8")                                                                     \
+    for (int b = 0; b < 8; b++) {                                                               \
+        if (b >= nb) break;                                                                     \
+        char* q = d + b * dstep;                                                                \
+        __m256 x = RQ2_MATH(lo[b], vs0, vd0, DN, q);                                            \
+        __m256 y = RQ2_MATH(hi[b], vs1, vd1, DN, q + 8 * DSIZE);                                \
+        if (masked) { x = _mm256_and_ps(x, mk0); y = _mm256_and_ps(y, mk1); }                   \
+        if (nt) rq2_nt16_##DN(q, x, y, acc); else rq2_st16_##DN(q, x, y, acc);                  \
+    }                                                                                           \
+}                                                                                               \
+RQ_TGT2 static inline __attribute__((always_inline)) void                                      \
+rq2_tile_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB, int64_t nbv,  \
+        int64_t nbw, uint32_t lanes, const float* ssc, const float* dinv, const rq_math_t* m,   \
+        int32_t* acc, int nt, const int PURE) {                                                 \
+    const int64_t dstep = dB * DSIZE;                                                           \
+    const __m256 vs0 = _mm256_loadu_ps(ssc), vs1 = _mm256_loadu_ps(ssc + 8);                    \
+    const __m256 vd0 = _mm256_loadu_ps(dinv), vd1 = _mm256_loadu_ps(dinv + 8);                  \
+    const __m256i li = _mm256_set_epi32(128, 64, 32, 16, 8, 4, 2, 1);                           \
+    const __m256 mk0 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(                 \
+        _mm256_set1_epi32((int)(lanes & 0xff)), li), li));                                      \
+    const __m256 mk1 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(                 \
+        _mm256_set1_epi32((int)(lanes >> 8 & 0xff)), li), li));                                 \
+    const int masked = lanes != 0xffffu;                                                        \
+    /* stream whole lines only: the 8 columns of a chunk are one contiguous run of lines     \
+       (nChw16c), or each column is a line of its own (16 lanes of 4 bytes) */                 \
+    const int snt = nt && !m->has_sum && ((uintptr_t)dst & 63) == 0                             \
+                    && (dstep == 16 * DSIZE || (DSIZE == 4 && dstep % 64 == 0));                \
+    __m256i vacc[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};                         \
+    const char* rows[16];                                                                       \
+    int64_t step[16];                                                                           \
+    for (int a = 0; a < 16; a++) {                                                              \
+        int ok = lanes >> a & 1u;                                                               \
+        rows[a] = ok ? src + soff[a] * SSIZE : rq_zero_row;                                     \
+        step[a] = ok ? SSIZE : 0;                                                               \
+    }                                                                                           \
+    int64_t b0 = 0;                                                                             \
+    const char* rp[16];                                                                         \
+    if (!masked) {                                                                              \
+        for (; b0 + 8 <= nbv; b0 += 8) {                                                        \
+            _Pragma("GCC unroll 16")                                                            \
+            for (int a = 0; a < 16; a++) rp[a] = rows[a] + b0 * SSIZE;                          \
+            rq2_chunk_##SN##_##DN(rp, dst + b0 * dstep, dstep, 8, vs0, vs1, vd0, vd1, mk0, mk1, \
+                                  0, m, vacc, snt, PURE);                                       \
+        }                                                                                       \
+    } else {                                                                                    \
+        for (; b0 + 8 <= nbv; b0 += 8) {                                                        \
+            for (int a = 0; a < 16; a++) rp[a] = rows[a] + b0 * step[a];                        \
+            rq2_chunk_##SN##_##DN(rp, dst + b0 * dstep, dstep, 8, vs0, vs1, vd0, vd1, mk0, mk1, \
+                                  1, m, vacc, snt, PURE);                                       \
+        }                                                                                       \
+    }                                                                                           \
+    if (b0 < nbv) {                                                                             \
+        char tb[16][8 * SSIZE];                                                                 \
+        int nb = (int)(nbv - b0);                                                               \
+        memset(tb, 0, sizeof(tb));                                                              \
+        for (int a = 0; a < 16; a++) {                                                          \
+            if (step[a]) memcpy(tb[a], rows[a] + b0 * SSIZE, (size_t)nb * SSIZE);               \
+            rp[a] = tb[a];                                                                      \
+        }                                                                                       \
+        rq2_chunk_##SN##_##DN(rp, dst + b0 * dstep, dstep, nb, vs0, vs1, vd0, vd1, mk0, mk1,    \
+                              masked, m, vacc, 0, PURE);                                        \
+    }                                                                                           \
+    for (int64_t b = nbv < 0 ? 0 : nbv; b < nbw; b++)                                           \
+        memset(dst + b * dstep, 0, 16 * DSIZE);                                                 \
+    if (acc) {                                                                                  \
+        _mm256_storeu_si256((__m256i*)acc, _mm256_add_epi32(_mm256_loadu_si256((__m256i*)acc), vacc[0])); \
+        _mm256_storeu_si256((__m256i*)(acc + 8), _mm256_add_epi32(_mm256_loadu_si256((__m256i*)(acc + 8)), vacc[1])); \
+    }                                                                                           \
+}                                                                                               \
+RQ_TGT2 static void rq2_block_##SN##_##DN(const void* src, void* dst, const rq_block_t* k,      \
+                                          const rq_math_t* m) {                                 \
+    const int pure = !(m->has_szp || m->has_sscale || m->has_sum || m->has_dscale               \
+                       || m->has_dzp || m->has_adj);                                            \
+    for (int64_t g = 0; g < k->ngroups; g++) {                                                  \
+        int32_t* acc = k->acc ? k->acc + 16 * g : (int32_t*)0;                                  \
+        char* d = (char*)dst + 16 * g * DSIZE;                                                  \
+        if (pure)                                                                               \
+            rq2_tile_##SN##_##DN((const char*)src, k->soff + 16 * g, d, k->dB, k->nbv, k->nbw,  \
+                                 k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m, acc,        \
+                                 (int)k->nt, 1);                                                \
+        else                                                                                    \
+            rq2_tile_##SN##_##DN((const char*)src, k->soff + 16 * g, d, k->dB, k->nbv, k->nbw,  \
+                                 k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m, acc,        \
+                                 (int)k->nt, 0);                                                \
+    }                                                                                           \
+    if (k->nt) _mm_sfence();                                                                    \
+}
+
+/* Rows: a contiguous run of n elements, 32 per step (four vectors), the rest through a zeroed
+   stack copy. Scales: one value (kI 0) or one per element (kI 1). */
+#define RQ2_ROW(SN, SSIZE, DN, DSIZE)                                                           \
+/* r <= 8 elements through zeroed stack copies, so the loads and stores are whole vectors */   \
+RQ_TGT2 static inline __attribute__((always_inline)) void                                      \
+rq2_row_part_##SN##_##DN(const char* s, char* d, int64_t r, const float* ssc, int64_t sk,       \
+        const float* dinv, int64_t dk, const rq_math_t* m, const int PURE) {                    \
+    RQ2_FLAGS(PURE)                                                                             \
+    __m256i acc = _mm256_setzero_si256();                                                       \
+    char sb[8 * SSIZE], db[8 * DSIZE];                                                          \
+    float fs[8], fd[8];                                                                         \
+    memset(sb, 0, sizeof(sb)); memset(db, 0, sizeof(db));                                       \
+    memset(fs, 0, sizeof(fs)); memset(fd, 0, sizeof(fd));                                       \
+    memcpy(sb, s, (size_t)r * SSIZE);                                                           \
+    if (hm) memcpy(db, d, (size_t)r * DSIZE);                                                   \
+    __m256 vs = _mm256_set1_ps(hs ? ssc[0] : 1.0f), vd = _mm256_set1_ps(hd ? dinv[0] : 1.0f);   \
+    if (hs && sk) { memcpy(fs, ssc, (size_t)r * 4); vs = _mm256_loadu_ps(fs); }                 \
+    if (hd && dk) { memcpy(fd, dinv, (size_t)r * 4); vd = _mm256_loadu_ps(fd); }                 \
+    __m256 v = RQ2_MATH(rq2_ld_##SN(sb), vs, vd, DN, db);                                       \
+    rq2_st_##DN(db, v, &acc);                                                                   \
+    memcpy(d, db, (size_t)r * DSIZE);                                                           \
+}                                                                                               \
+RQ_TGT2 static inline __attribute__((always_inline)) void                                      \
+rq2_row_body_##SN##_##DN(const char* s, char* d, int64_t n, const float* ssc, int64_t sk,       \
+        const float* dinv, int64_t dk, const rq_math_t* m, const int PURE) {                    \
+    RQ2_FLAGS(PURE)                                                                             \
+    __m256i acc = _mm256_setzero_si256();                                                       \
+    const __m256 vs1 = _mm256_set1_ps(hs ? ssc[0] : 1.0f), vd1 = _mm256_set1_ps(hd ? dinv[0] : 1.0f); \
+    int64_t j = 0;                                                                              \
+    /* streaming (large outputs, 2- and 4-byte elements): up to the first 64-byte boundary    \
+       through the partial path, then 16 elements per step into aligned streaming stores */   \
+    if (m->nt && !hm && (DSIZE == 2 || DSIZE == 4) && n >= 64 && ((uintptr_t)d % DSIZE) == 0) { \
+        while (j < n && ((uintptr_t)(d + j * DSIZE) & 63)) {                                    \
+            int64_t r = (int64_t)((64 - ((uintptr_t)(d + j * DSIZE) & 63)) / DSIZE);            \
+            if (r > 8) r = 8;                                                                   \
+            if (r > n - j) r = n - j;                                                           \
+            rq2_row_part_##SN##_##DN(s + j * SSIZE, d + j * DSIZE, r, ssc + (sk ? j : 0), sk,   \
+                                     dinv + (dk ? j : 0), dk, m, PURE);                         \
+            j += r;                                                                             \
+        }                                                                                       \
+        for (; j + 16 <= n; j += 16) {                                                          \
+            __m256 vs0 = vs1, vs_ = vs1, vd0 = vd1, vd_ = vd1;                                  \
+            if (hs && sk) { vs0 = _mm256_loadu_ps(ssc + j); vs_ = _mm256_loadu_ps(ssc + j + 8); } \
+            if (hd && dk) { vd0 = _mm256_loadu_ps(dinv + j); vd_ = _mm256_loadu_ps(dinv + j + 8); } \
+            __m256 x = RQ2_MATH(rq2_ld_##SN(s + j * SSIZE), vs0, vd0, DN, d);                   \
+            __m256 y = RQ2_MATH(rq2_ld_##SN(s + (j + 8) * SSIZE), vs_, vd_, DN, d);             \
+            rq2_nt16_##DN(d + j * DSIZE, x, y, &acc);                                           \
+        }                                                                                       \
+        _mm_sfence();                                                                           \
+    }                                                                                           \
+    for (; j + 32 <= n; j += 32) {                                                              \
+        __m256 v4[4];                                                                           \
+        _Pragma("GCC unroll 4")                                                                 \
+        for (int u = 0; u < 4; u++) {                                                           \
+            const int64_t e = j + 8 * u;                                                        \
+            __m256 vs = vs1, vd = vd1;                                                          \
+            if (hs && sk) vs = _mm256_loadu_ps(ssc + e);                                        \
+            if (hd && dk) vd = _mm256_loadu_ps(dinv + e);                                       \
+            v4[u] = RQ2_MATH(rq2_ld_##SN(s + e * SSIZE), vs, vd, DN, d + e * DSIZE);            \
+            if (!RQ2_PACK32_##DN) rq2_st_##DN(d + e * DSIZE, v4[u], &acc);                      \
+        }                                                                                       \
+        if (RQ2_PACK32_##DN) rq2_st32_##DN(d + j * DSIZE, v4);                                  \
+    }                                                                                           \
+    for (; j < n; j += 8) {                                                                     \
+        const int64_t r = n - j < 8 ? n - j : 8;                                                \
+        rq2_row_part_##SN##_##DN(s + j * SSIZE, d + j * DSIZE, r, ssc + (sk ? j : 0), sk,       \
+                                 dinv + (dk ? j : 0), dk, m, PURE);                             \
+    }                                                                                           \
+}                                                                                               \
+RQ_TGT2 static void rq2_row_##SN##_##DN(const void* s, void* d, int64_t n, const float* ssc,    \
+        int64_t sk, const float* dinv, int64_t dk, const rq_math_t* m) {                        \
+    if (!(m->has_szp || m->has_sscale || m->has_sum || m->has_dscale || m->has_dzp || m->has_adj)) \
+        rq2_row_body_##SN##_##DN((const char*)s, (char*)d, n, ssc, sk, dinv, dk, m, 1);         \
+    else                                                                                        \
+        rq2_row_body_##SN##_##DN((const char*)s, (char*)d, n, ssc, sk, dinv, dk, m, 0);         \
+}
+
+#define RQ2_FOR(SN, SSIZE)                                                                     \
+    RQ2_TILE(SN, SSIZE, f32, 4) RQ2_TILE(SN, SSIZE, f64, 8) RQ2_TILE(SN, SSIZE, f16, 2)        \
+    RQ2_TILE(SN, SSIZE, bf16, 2) RQ2_TILE(SN, SSIZE, s8, 1) RQ2_TILE(SN, SSIZE, u8, 1)         \
+    RQ2_TILE(SN, SSIZE, s32, 4)                                                                 \
+    RQ2_ROW(SN, SSIZE, f32, 4) RQ2_ROW(SN, SSIZE, f64, 8) RQ2_ROW(SN, SSIZE, f16, 2)           \
+    RQ2_ROW(SN, SSIZE, bf16, 2) RQ2_ROW(SN, SSIZE, s8, 1) RQ2_ROW(SN, SSIZE, u8, 1)            \
+    RQ2_ROW(SN, SSIZE, s32, 4)
+RQ2_FOR(f32, 4)
+RQ2_FOR(f64, 8)
+RQ2_FOR(f16, 2)
+RQ2_FOR(bf16, 2)
+RQ2_FOR(s8, 1)
+RQ2_FOR(u8, 1)
+RQ2_FOR(s32, 4)
+#define RQ2_BROW(SN) { rq2_block_##SN##_f32, rq2_block_##SN##_f64, rq2_block_##SN##_f16,       \
+                       rq2_block_##SN##_bf16, rq2_block_##SN##_s8, rq2_block_##SN##_u8,        \
+                       rq2_block_##SN##_s32 }
+static const rq_block_fn rq2_blocks[7][7] = {
+    RQ2_BROW(f32), RQ2_BROW(f64), RQ2_BROW(f16), RQ2_BROW(bf16), RQ2_BROW(s8), RQ2_BROW(u8),
+    RQ2_BROW(s32)
+};
+#define RQ2_RROW(SN) { rq2_row_##SN##_f32, rq2_row_##SN##_f64, rq2_row_##SN##_f16,             \
+                       rq2_row_##SN##_bf16, rq2_row_##SN##_s8, rq2_row_##SN##_u8,              \
+                       rq2_row_##SN##_s32 }
+static const rq_row_fn rq2_rows[7][7] = {
+    RQ2_RROW(f32), RQ2_RROW(f64), RQ2_RROW(f16), RQ2_RROW(bf16), RQ2_RROW(s8), RQ2_RROW(u8),
+    RQ2_RROW(s32)
+};
+
+/* ---- AVX-512 rows: 16 elements per vector, the loads and stores of the tiles ------------- */
+#define RQ5_ROW(SN, SSIZE, DN, DSIZE, TGT, ST)                                                  \
+TGT static inline __attribute__((always_inline)) void                                          \
+rq5_row_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, int64_t sk,       \
+        const float* dinv, int64_t dk, const rq_math_t* m, const int PURE) {                    \
+    const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
+    const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
+    const int hz = !PURE && m->has_szp, hs = !PURE && m->has_sscale, hm = !PURE && m->has_sum;  \
+    const int hd = !PURE && m->has_dscale, hdz = !PURE && m->has_dzp, ha = !PURE && m->has_adj; \
+    const __mmask16 kl = 0xffff;                                                                \
+    __m512i vacc = _mm512_setzero_si512();                                                      \
+    const __m512 vs1 = _mm512_set1_ps(hs ? ssc[0] : 1.0f), vd1 = _mm512_set1_ps(hd ? dinv[0] : 1.0f); \
+    int64_t j = 0;                                                                              \
+    for (; j + 16 <= n; j += 16) {                                                              \
+        __m512 vs = vs1, vd = vd1;                                                              \
+        if (hs && sk) vs = _mm512_loadu_ps(ssc + j);                                            \
+        if (hd && dk) vd = _mm512_loadu_ps(dinv + j);                                           \
+        RQ_TILE_OUT(DN, ST, rq_ld_##SN(s + j * SSIZE, 0xffff), d + j * DSIZE);                  \
+    }                                                                                           \
+    if (j < n) {                                                                                \
+        const int64_t r = n - j;                                                                \
+        char sb[16 * SSIZE], db[16 * DSIZE];                                                    \
+        float fs[16], fd[16];                                                                   \
+        memset(sb, 0, sizeof(sb)); memset(db, 0, sizeof(db));                                   \
+        memset(fs, 0, sizeof(fs)); memset(fd, 0, sizeof(fd));                                   \
+        memcpy(sb, s + j * SSIZE, (size_t)r * SSIZE);                                           \
+        if (hm) memcpy(db, d + j * DSIZE, (size_t)r * DSIZE);                                   \
+        __m512 vs = vs1, vd = vd1;                                                              \
+        if (hs && sk) { memcpy(fs, ssc + j, (size_t)r * 4); vs = _mm512_loadu_ps(fs); }         \
+        if (hd && dk) { memcpy(fd, dinv + j, (size_t)r * 4); vd = _mm512_loadu_ps(fd); }         \
+        RQ_TILE_OUT(DN, ST, rq_ld_##SN(sb, 0xffff), db);                                        \
+        memcpy(d + j * DSIZE, db, (size_t)r * DSIZE);                                           \
+    }                                                                                           \
+    (void)vacc;                                                                                 \
+}                                                                                               \
+TGT static void rq5_row_##SN##_##ST(const void* s, void* d, int64_t n, const float* ssc,        \
+        int64_t sk, const float* dinv, int64_t dk, const rq_math_t* m) {                        \
+    if (!(m->has_szp || m->has_sscale || m->has_sum || m->has_dscale || m->has_dzp || m->has_adj)) \
+        rq5_row_body_##SN##_##ST((const char*)s, (char*)d, n, ssc, sk, dinv, dk, m, 1);         \
+    else                                                                                        \
+        rq5_row_body_##SN##_##ST((const char*)s, (char*)d, n, ssc, sk, dinv, dk, m, 0);         \
+}
+#define RQ5_FOR(SN, SSIZE)                                                                     \
+    RQ5_ROW(SN, SSIZE, f32, 4, RQ_TGT, f32) RQ5_ROW(SN, SSIZE, f64, 8, RQ_TGT, f64)            \
+    RQ5_ROW(SN, SSIZE, f16, 2, RQ_TGT, f16) RQ5_ROW(SN, SSIZE, bf16, 2, RQ_TGT, bf16)          \
+    RQ5_ROW(SN, SSIZE, s8, 1, RQ_TGT, s8) RQ5_ROW(SN, SSIZE, u8, 1, RQ_TGT, u8)                \
+    RQ5_ROW(SN, SSIZE, s32, 4, RQ_TGT, s32) RQ5_ROW(SN, SSIZE, bf16, 2, RQ_TGT_BF16, bf16hw)
+RQ5_FOR(f32, 4)
+RQ5_FOR(f64, 8)
+RQ5_FOR(f16, 2)
+RQ5_FOR(bf16, 2)
+RQ5_FOR(s8, 1)
+RQ5_FOR(u8, 1)
+RQ5_FOR(s32, 4)
+#define RQ5_RROW(SN) { rq5_row_##SN##_f32, rq5_row_##SN##_f64, rq5_row_##SN##_f16,             \
+                       rq5_row_##SN##_bf16, rq5_row_##SN##_s8, rq5_row_##SN##_u8,              \
+                       rq5_row_##SN##_s32 }
+static const rq_row_fn rq5_rows[7][7] = {
+    RQ5_RROW(f32), RQ5_RROW(f64), RQ5_RROW(f16), RQ5_RROW(bf16), RQ5_RROW(s8), RQ5_RROW(u8),
+    RQ5_RROW(s32)
+};
+static const rq_row_fn rq5_rows_bf16hw[7] = {
+    rq5_row_f32_bf16hw, rq5_row_f64_bf16hw, rq5_row_f16_bf16hw, rq5_row_bf16_bf16hw,
+    rq5_row_s8_bf16hw, rq5_row_u8_bf16hw, rq5_row_s32_bf16hw };
+
 #else
 #define RQ_X86 0
 #endif
 static inline int rq_have_avx512(void) { return reorder_cpu.avx512_conv; }
+static inline int rq_have_avx2(void) { return reorder_cpu.avx2_f16c; }
 
-/* 1: SIMD tiles (hardware bf16 when present); 2: SIMD with the emulated bf16; 0: portable
-   loops only. Tests switch between them to compare every path with the reference. */
+/* 1: the widest SIMD (AVX-512 with hardware bf16 when present, else AVX2); 2: AVX-512 with
+   the emulated bf16; 3: AVX2 even where AVX-512 exists; 0: portable loops only. Tests
+   switch between them to compare every path with the reference. */
 static int rq_simd_enabled = 1;
 
+/* which code a tile or row of this dtype pair runs now: 0 portable, 1 AVX2, 2 AVX-512,
+   3 AVX-512 with hardware bf16 */
+static inline int rq_isa(int scode, int dcode) {
+#if RQ_X86
+    if (scode < 0 || scode >= 7 || dcode < 0 || dcode >= 7 || !rq_simd_enabled) return 0;
+    if ((rq_simd_enabled == 1 || rq_simd_enabled == 2) && rq_have_avx512())
+        return dcode == 3 && reorder_cpu.avx512_bf16 && rq_simd_enabled == 1 ? 3 : 2;
+    if (rq_have_avx2()) return 1;
+#endif
+    (void)scode; (void)dcode;
+    return 0;
+}
 static inline rq_block_fn rq_block_kernel(int scode, int dcode) {
 #if RQ_X86
-    if (rq_simd_enabled && rq_have_avx512() && scode >= 0 && scode < 7 && dcode >= 0 && dcode < 7) {
-        if (dcode == 3 && reorder_cpu.avx512_bf16 && rq_simd_enabled != 2)
-            return rq_blocks_bf16hw[scode];
-        return rq_blocks[scode][dcode];
+    switch (rq_isa(scode, dcode)) {
+    case 3: return rq_blocks_bf16hw[scode];
+    case 2: return rq_blocks[scode][dcode];
+    case 1: return rq2_blocks[scode][dcode];
     }
 #endif
     (void)scode; (void)dcode;
     return (rq_block_fn)0;
 }
+static inline rq_row_fn rq_row_kernel(int scode, int dcode) {
+#if RQ_X86
+    switch (rq_isa(scode, dcode)) {
+    case 3: return rq5_rows_bf16hw[scode];
+    case 2: return rq5_rows[scode][dcode];
+    case 1: return rq2_rows[scode][dcode];
+    }
+#endif
+    (void)scode; (void)dcode;
+    return (rq_row_fn)0;
+}
 static inline int rq_simd_available(void) { return rq_have_avx512(); }
+static inline int rq_avx2_available(void) { return rq_have_avx2(); }
 static inline rq_w_fn rq_w_kernel(int scode, int dcode) {
 #if RQ_X86
-    if (rq_simd_enabled && reorder_cpu.avx512_int8w && scode >= 0 && scode < 7
-            && (dcode == 4 || dcode == 5))
+    if ((rq_simd_enabled == 1 || rq_simd_enabled == 2) && reorder_cpu.avx512_int8w
+            && scode >= 0 && scode < 7 && (dcode == 4 || dcode == 5))
         return rq_ws[scode][dcode - 4];
 #endif
     (void)scode; (void)dcode;
@@ -673,7 +1195,7 @@ static inline int NAME(const void* a, void* b, int64_t m) {                     
     return 0;                                                                                \
 }
 #if RQ_X86
-#define RQ_ROW_BODY(NAME) if (rq_simd_enabled && rq_have_avx512()) { NAME##_simd(a, b, m); return 1; }
+#define RQ_ROW_BODY(NAME) if ((rq_simd_enabled == 1 || rq_simd_enabled == 2) && rq_have_avx512()) { NAME##_simd(a, b, m); return 1; }
 #else
 #define RQ_ROW_BODY(NAME)
 #endif

@@ -7,6 +7,7 @@ import numpy as np
 from ._convert import finish_compensation
 from ._kernels import data_address
 from .attrs import _comp_kinds, _mask_text, make_attrs
+from .conversion import call_values
 from .desc import Desc, _fmt
 from .dtypes import dtype_of_numpy, as_dtype
 from . import interop, lowbit
@@ -186,12 +187,30 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
         return _reorder_lowbit(arr, src, dst, dims, out, threads, src_dtype, dtype, packed,
                                src_scales, src_scale_mask, dst_scales, dst_scale_mask,
                                src_zero_point, dst_zero_point, sum_beta, src_groups, dst_groups)
-    attrs = _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask, src_zero_point,
-                   dst_zero_point, sum_beta)
-    if attrs is not None:
-        sdesc, arr = _src_desc(arr, src, dims, src_dtype)
-        p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype), None, attrs)
-        return p(arr, out=out, threads=threads)
+    if not (src_scales is None and src_scale_mask is None and dst_scales is None
+            and dst_scale_mask is None and src_zero_point is None and dst_zero_point is None
+            and sum_beta is None):
+        # Plans are keyed by the attributes' structure (masks, value shapes, which operations);
+        # the values themselves are this call's arguments, checked and handed to the runner.
+        key = (arr.shape, arr.strides, arr.dtype, src, dst, None if dims is None else tuple(dims),
+               dtype, src_dtype, _value_key(src_scales), type(src_scale_mask), src_scale_mask,
+               _value_key(dst_scales), type(dst_scale_mask), dst_scale_mask,
+               src_zero_point is None, dst_zero_point is None, sum_beta is None)
+        p = _lookup(_BY_ATTRS, key)
+        if p is None:
+            attrs = _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask,
+                           src_zero_point, dst_zero_point, sum_beta)
+            sdesc, arr = _src_desc(arr, src, dims, src_dtype)
+            p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype), None, attrs)
+            _remember(_BY_ATTRS, key, p, _BY_KEY_MAX)
+            return p(arr, out=out, threads=threads)
+        values = call_values(p.attrs, p._values, src_scales, dst_scales, src_zero_point,
+                             dst_zero_point, sum_beta)
+        if src_dtype is not None:
+            arr = _read_as(arr, p.src.dtype)
+        arr, out = p.bind(arr, out)
+        p.execute(arr, out, p.nthreads(threads), values=values)
+        return out
     if isinstance(src, str) and isinstance(dst, str) and src_dtype is None:
         # the common call: skip rebuilding descriptors when the array looks the same
         key = (arr.shape, arr.strides, arr.dtype, src, dst, None if dims is None else tuple(dims),
@@ -213,6 +232,22 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
 _CACHE_LOCK = threading.Lock()
 _BY_KEY = {}
 _BY_KEY_MAX = 256
+_BY_ATTRS = {}
+
+
+def _value_key(v):
+    """What a scale argument contributes to a call's key: its kind and shape, not its values."""
+    if v is None:
+        return None
+    t = type(v)
+    if t is float or t is int:
+        return t
+    if t is np.ndarray:
+        return (t, v.shape, v.dtype)
+    try:
+        return (type(v), np.shape(v), getattr(v, "dtype", None))
+    except Exception:               # ragged and the like: no key, the long way reports it
+        return []
 _QUANTIZE = {}
 _QUANTIZE_MAX = 128
 

@@ -9,7 +9,7 @@ round half to even.
 """
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -53,19 +53,32 @@ def _check_mask(mask, name):
     return mask
 
 
-def _scales_bytes(values, name):
-    """(float32 bytes, original shape) of a scale argument."""
-    if values is None:
-        return None, None
+def scale_array(values, name):
+    """A scale argument as a flat float32 array (type checks only; counts are Attrs.bind's)."""
     arr = np.asarray(values)
     if arr.dtype.kind not in "fiu" or arr.dtype.kind == "b":
         raise TypeError(f"{name} must be a number or an array of numbers, got {arr.dtype}")
     if arr.size == 0:
         raise ReorderError(f"{name} is empty")
-    return np.ascontiguousarray(arr, dtype=np.float32).tobytes(), tuple(arr.shape)
+    return np.ascontiguousarray(arr, dtype=np.float32).reshape(-1), tuple(arr.shape)
 
 
-def _zero_point(value, name):
+def _scales_bytes(values, name):
+    """(float32 bytes, original shape) of a scale argument."""
+    if values is None:
+        return None, None
+    arr, shape = scale_array(values, name)
+    return arr.tobytes(), shape
+
+
+def sum_factor(sum_beta):
+    """sum_beta as the f32 value the kernels use."""
+    if isinstance(sum_beta, bool) or not isinstance(sum_beta, numbers.Real):
+        raise TypeError(f"sum_beta must be a number, got {sum_beta!r}")
+    return float(np.float32(sum_beta))
+
+
+def zero_point(value, name):
     if value is None:
         return None
     if isinstance(value, np.ndarray):
@@ -104,6 +117,17 @@ class Attrs:
         return (self.src_scales is None and self.dst_scales is None and self.src_zp is None
                 and self.dst_zp is None and self.sum_beta is None and not self.comp
                 and self.scale_adjust == 1.0)
+
+    def structure(self):
+        """These attributes with every value replaced by a placeholder (scales 1, zero points
+        0, beta 1): what a plan depends on. Masks, value counts, which operations are present,
+        compensation and scale_adjust stay; the values are arguments of each call."""
+        def ones(b):
+            return None if b is None else np.ones(len(b) // 4, np.float32).tobytes()
+        return replace(self, src_scales=ones(self.src_scales), dst_scales=ones(self.dst_scales),
+                       src_zp=None if self.src_zp is None else 0,
+                       dst_zp=None if self.dst_zp is None else 0,
+                       sum_beta=None if self.sum_beta is None else 1.0)
 
     def src_scale_values(self):
         return None if self.src_scales is None else np.frombuffer(self.src_scales, np.float32)
@@ -257,9 +281,7 @@ def make_attrs(*, src_scales=None, src_scale_mask=None, dst_scales=None, dst_sca
     if dst_scale_mask is not None and dst_scales is None:
         raise ReorderError("dst_scale_mask is given without dst_scales")
     if sum_beta is not None:
-        if isinstance(sum_beta, bool) or not isinstance(sum_beta, numbers.Real):
-            raise TypeError(f"sum_beta must be a number, got {sum_beta!r}")
-        sum_beta = float(np.float32(sum_beta))
+        sum_beta = sum_factor(sum_beta)
     comp = _comp_kinds(compensation)
     cmask = 0
     if comp:
@@ -269,8 +291,8 @@ def make_attrs(*, src_scales=None, src_scale_mask=None, dst_scales=None, dst_sca
     if isinstance(scale_adjust, bool) or not isinstance(scale_adjust, numbers.Real):
         raise TypeError(f"scale_adjust must be 1.0 or 0.5, got {scale_adjust!r}")
     return Attrs(s_bytes, s_shape, smask, d_bytes, d_shape, dmask,
-                 _zero_point(src_zero_point, "src_zero_point"),
-                 _zero_point(dst_zero_point, "dst_zero_point"), sum_beta, comp, cmask,
+                 zero_point(src_zero_point, "src_zero_point"),
+                 zero_point(dst_zero_point, "dst_zero_point"), sum_beta, comp, cmask,
                  float(scale_adjust))
 
 

@@ -8,9 +8,10 @@ import math
 import numpy as np
 
 from . import _convert
+from .attrs import scale_array, sum_factor, zero_point
 from .problem import Kernel, Node
 
-__all__ = ["ConversionKernel"]
+__all__ = ["ConversionKernel", "arith_for", "call_values"]
 
 CODES = _convert.CODES
 
@@ -124,31 +125,68 @@ def _lane_tables(prob, chain, blk_dims):
     return soff, koff, coff, acoord
 
 
+def _arith(a, sscale, dscale, src_zp, dst_zp, beta):
+    return _convert.Arith(
+        src_scales=sscale, src_scale_masked=bool(a.src_mask),
+        # f32 reciprocal, like oneDNN's jit
+        dst_inv_scales=None if dscale is None else np.float32(1) / dscale,
+        dst_scale_masked=bool(a.dst_mask),
+        src_zp=None if src_zp is None else float(src_zp),
+        dst_zp=None if dst_zp is None else float(dst_zp),
+        beta=None if beta is None else float(beta), adj=float(a.scale_adjust))
+
+
+def arith_for(a):
+    """The kernels' arithmetic (an _convert.Arith) for the values held in Attrs `a`."""
+    return _arith(a, a.src_scale_values(), a.dst_scale_values(), a.src_zp, a.dst_zp, a.sum_beta)
+
+
+def call_values(a, like, src_scales, dst_scales, src_zero_point, dst_zero_point, sum_beta):
+    """The arithmetic for one call's values, under the structure of Attrs `a` (the plan's,
+    whose arithmetic is `like`): the same operations and value counts, checked here; the
+    types as make_attrs checks them."""
+    sscale = dscale = None
+    for side, v, have in (("src", src_scales, a.src_scales), ("dst", dst_scales, a.dst_scales)):
+        if (v is None) != (have is None):
+            raise ValueError(f"{side}_scales: the call and the plan disagree on their presence")
+        if v is not None:
+            if type(v) is float:
+                if len(have) != 4:
+                    raise ValueError(f"{side}_scales: 1 value, the plan has {len(have) // 4}")
+                arr = v
+            else:
+                arr = scale_array(v, f"{side}_scales")[0]
+                if arr.size * 4 != len(have):
+                    raise ValueError(f"{side}_scales: {arr.size} values, the plan has "
+                                     f"{len(have) // 4}")
+            if side == "src":
+                sscale = arr
+            else:
+                dscale = arr
+    szp, dzp = src_zero_point, dst_zero_point
+    if szp is not None and not (type(szp) is int and -2**31 <= szp < 2**31):
+        szp = zero_point(szp, "src_zero_point")
+    if dzp is not None and not (type(dzp) is int and -2**31 <= dzp < 2**31):
+        dzp = zero_point(dzp, "dst_zero_point")
+    beta = None if sum_beta is None else sum_factor(sum_beta)
+    if (szp is None, dzp is None, beta is None) != (a.src_zp is None, a.dst_zp is None,
+                                                   a.sum_beta is None):
+        raise ValueError("zero points / sum: the call and the plan disagree on their presence")
+    return like.with_values(sscale, dscale, szp, dzp, beta)
+
+
 class ConversionKernel(Kernel):
     name = "convert"
     why = ("type conversion, scales, zero points, sum and compensation fused into one pass "
            "(f32 arithmetic per element): the int8 `4i16o4i` weight kernel, 16-lane tiles "
-           "with AVX-512 register transposes, or a strided walk, whichever fits "
-           "(docs/int8.md)")
+           "with AVX-512 or AVX2 register transposes, or a strided walk whose contiguous "
+           "runs convert in SIMD rows, whichever fits (docs/int8.md)")
 
     def is_usable_for(self, prob):
         return prob.attrs is not None
 
     def prepare(self, prob, stream_min_bytes):
-        a = prob.attrs
-        sscale = a.src_scale_values()
-        dscale = a.dst_scale_values()
-        arith = _convert.Arith(
-            src_scales=None if sscale is None else np.ascontiguousarray(sscale, dtype=np.float32),
-            src_scale_masked=bool(a.src_mask),
-            # f32 reciprocal, like oneDNN's jit
-            dst_inv_scales=None if dscale is None else np.ascontiguousarray(
-                np.float32(1) / dscale, dtype=np.float32),
-            dst_scale_masked=bool(a.dst_mask),
-            src_zp=None if a.src_zp is None else float(a.src_zp),
-            dst_zp=None if a.dst_zp is None else float(a.dst_zp),
-            beta=None if a.sum_beta is None else float(a.sum_beta),
-            adj=float(a.scale_adjust))
+        arith = arith_for(prob.attrs)
         codes = (CODES[prob.src.dtype.name], CODES[prob.dst.dtype.name])
         checked = np.array(prob.checked, dtype=np.int64).reshape(-1, 3)
         empty = not (prob.nodes and prob.nodes[0].extent)
@@ -162,8 +200,10 @@ class ConversionKernel(Kernel):
         if layout is None:
             rows = [tuple(nd) + tuple(q) for nd, q in zip(prob.nodes, prob.qstrides)]
             nodes = np.array(rows, dtype=np.int64).reshape(-1, 7)
+            # a contiguous run streams 2- and 4-byte outputs when they are large
+            nt = prob.dst.dtype.itemsize in (2, 4) and prob.dst_bytes >= stream_min_bytes
             return _convert.Convert(*codes, nodes, checked, arith,
-                                    _split_node(prob.nodes, prob.qstrides))
+                                    _split_node(prob.nodes, prob.qstrides), nt)
         chain, ib, outer, blk_dims = layout
         onodes = [prob.nodes[i] for i in outer]
         oq = [prob.qstrides[i] for i in outer]
@@ -171,8 +211,9 @@ class ConversionKernel(Kernel):
         soff, koff, coff, acoord = _lane_tables(prob, chain, blk_dims)
         b = prob.nodes[ib]
         bvec = np.array([b.extent, b.ds, b.weight, b.dim], dtype=np.int64)
-        # the tile streams whole 64-byte lines of 16-bit outputs only
-        nt = prob.dst.dtype.itemsize == 2 and prob.dst_bytes >= stream_min_bytes
+        # whole 64-byte lines: of 16-bit outputs (AVX-512), of any output whose lines the
+        # tile completes (AVX2, see _convert_simd.h)
+        nt = prob.dst_bytes >= stream_min_bytes
         return _convert.ConvertTile(*codes, nodes, checked, arith, _split_node(onodes, oq),
                                     soff, koff, coff, acoord, np.array(blk_dims, dtype=np.int64),
                                     bvec, nt)

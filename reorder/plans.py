@@ -1,7 +1,10 @@
 """`Plan`: an immutable recipe for moving data from one descriptor to another, built once
 (the kernel chosen, its runner prepared) and applied to arrays many times."""
+from functools import lru_cache
+
 import numpy as np
 
+from .conversion import arith_for
 from .threads import resolve
 from ._kernels import data_address
 from .binding import aligned_empty, bind_source, check_out
@@ -12,6 +15,13 @@ from .problem import PARALLEL_MIN_BYTES, STREAM_MIN_BYTES
 from .tags import ABC
 
 __all__ = ["Plan"]
+
+
+@lru_cache(maxsize=512)
+def _steps(src, dst, attrs, stream_min_bytes):
+    """Planned steps, shared by every plan whose attributes have the same structure (their
+    values are handed to the runner at each call)."""
+    return plan_steps(src, dst, attrs, stream_min_bytes)
 
 
 class Plan:
@@ -31,7 +41,10 @@ class Plan:
         self.stream_min_bytes = stream_min_bytes
         # `sum` adds beta * the old destination, which the caller must pass as out=
         self._reads_dst = attrs is not None and attrs.sum_beta is not None
-        self.steps, self.via = plan_steps(src, dst, attrs, stream_min_bytes)
+        self.steps, self.via = _steps(src, dst, None if attrs is None else attrs.structure(),
+                                      stream_min_bytes)
+        # this plan's scales, zero points and beta, as the conversion runner takes them
+        self._values = None if attrs is None else arith_for(attrs)
         # everything a call needs, computed once; an offset descriptor never takes the fast
         # path (its element 0 is not an array's first element)
         self._in_shape = src.physical_shape if src.offset0 == 0 else None
@@ -99,11 +112,15 @@ class Plan:
             check_out(out, self.dst, x)     # raises with the reason (or finds no real overlap)
         return x, out
 
-    def execute(self, x, out, nthreads, acc=0):
+    def execute(self, x, out, nthreads, acc=0, values=None):
         """Run the steps on a source bound to self.src and a checked output; `acc`: address
-        of the int32 compensation sums the conversion step adds to (0: none)."""
+        of the int32 compensation sums the conversion step adds to (0: none); `values`: the
+        call's conversion values (conversion.call_values; the plan's own when None)."""
         src, dst = data_address(x), data_address(out)
-        last = (nthreads, acc) if acc else (nthreads,)
+        if self._values is not None:
+            last = (nthreads, acc, self._values if values is None else values)
+        else:
+            last = (nthreads, acc) if acc else (nthreads,)
         if self.via is None:
             self._runners[0].run(src, dst, *last)
         else:
@@ -128,7 +145,7 @@ class Plan:
                 lines.append(f"  runs of {prob.itemsize} B are contiguous on both sides and move "
                              f"as single elements (strides below count them)")
             if prob.attrs is not None:
-                lines.append(f"  conversion: {prob.attrs.describe(prob.src, prob.dst)}")
+                lines.append(f"  conversion: {self.attrs.describe(prob.src, prob.dst)}")
             if st.runner.nt:
                 lines.append(f"  streaming stores (destination of {_bytes(prob.dst_bytes)}, "
                              f">= {_bytes(self.stream_min_bytes)})")

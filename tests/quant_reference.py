@@ -109,6 +109,10 @@ def to_f32(values, dt):
     v = np.asarray(values)
     if dt == "bf16":
         return (v.astype(np.uint32) << 16).view(np.float32)
+    if dt == "f16":
+        # as vcvtph2ps: exact, and a signalling NaN comes out quiet (numpy keeps it signalling)
+        f = v.astype(np.float32).view(np.uint32)
+        return np.where(np.isnan(v), f | 0x00400000, f).astype(np.uint32).view(np.float32)
     return v.astype(np.float32)
 
 
@@ -131,7 +135,10 @@ def from_f32(v, dt):
         return v.astype(np.float64)
     if dt == "f16":
         with np.errstate(over="ignore"):
-            return v.astype(np.float16)
+            h = v.astype(np.float16)
+        # numpy keeps a signalling NaN signalling; the conversion instruction (vcvtps2ph)
+        # and the library make every NaN quiet, keeping the top payload bits
+        return np.where(np.isnan(h), h.view(np.uint16) | 0x0200, h.view(np.uint16)).view(np.float16)
     if dt == "bf16":
         return f32_to_bf16_bits(v)
     lo, hi = BOUNDS[dt]

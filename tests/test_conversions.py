@@ -2,8 +2,9 @@
 independent reference in quant_reference.py (spec §3-§4).
 
 Every check runs through each kernel path that can take it: the strided walk (1-D and
-plain layouts), and the 16-lane tile (a transposing layout) with the AVX-512 tiles on and
-off, so the SIMD and portable code must agree with the reference and with each other.
+plain layouts), and the 16-lane tile (a transposing layout) with the AVX-512 and AVX2 tiles
+and rows on and off, so the SIMD and portable code must agree with the reference and with
+each other.
 """
 import math
 import zlib
@@ -25,9 +26,10 @@ except ImportError:             # pragma: no cover
 TYPES = ["f32", "f64", "f16", "bf16", "s8", "u8", "s32"]
 UNSUPPORTED = {("bf16", "s32"), ("s32", "bf16"), ("f16", "s32"), ("s32", "f16")}
 PAIRS = [(s, d) for s in TYPES for d in TYPES if s != d and (s, d) not in UNSUPPORTED]
-# 1: AVX-512 tiles (hardware bf16 if present), 2: AVX-512 with emulated bf16, 0: portable
-SIMD = [1, 2, 0] if _convert.simd_available() else [0]
-SIMD_IDS = {1: "simd", 2: "simd-bf16emu", 0: "portable"}
+# 1: the widest SIMD (AVX-512 with hardware bf16 if present, else AVX2), 2: AVX-512 with
+# emulated bf16, 3: AVX2 where AVX-512 also exists, 0: portable
+SIMD = ([1, 2, 3] if _convert.simd_available() else [1] if _convert.avx2_available() else []) + [0]
+SIMD_IDS = {1: "simd", 2: "simd-bf16emu", 3: "avx2", 0: "portable"}
 
 
 @pytest.fixture(params=SIMD, ids=SIMD_IDS.get)

@@ -21,6 +21,13 @@ FAMILIES = [
      "Walker", True),
     ("conversion tile", "abcd", "aBcd16b", (2, 35, 5, 19), ("f32", "bf16"), "convert",
      "ConvertTile", True),
+    ("conversion tile, s8 lines", "abcd", "aBcd16b", (2, 35, 5, 19), ("f32", "s8"), "convert",
+     "ConvertTile", True),
+    ("conversion tile, f32 columns", "aBcd16b", "abcd", (2, 35, 4, 8), ("s8", "f32"), "convert",
+     "ConvertTile", True),
+    # a plain conversion: one contiguous run, streamed after an unaligned head
+    ("conversion rows", "abcd", "abcd", (2, 35, 5, 19), ("f32", "bf16"), "convert", "Convert",
+     True),
     # the int8 weight kernel has no streaming stores: forcing them changes nothing
     ("int8 weight kernel", "abcd", "ABcd4b16a4b", (35, 21, 3, 3), ("f32", "s8"), "convert",
      "ConvertW4i16o4i", False),

@@ -1,0 +1,63 @@
+"""Speed of type conversions on an unchanged layout and through a layout change, each beside
+np.copyto of the same bytes ((src + dst) / 2) in the same run, 8x256x56x56, 1 and 2 threads.
+
+Targets (medians, ratio to that copy; docs/int8.md): >= 0.8 on an unchanged layout (and at
+least oneDNN 3.2's ratio), >= 0.7 through a layout change."""
+import functools
+
+import numpy as np
+import pytest
+
+import reorder as ro
+
+THREADS = [1, 2]
+DIMS = (8, 256, 56, 56)
+
+# (src dtype, dst dtype, conversion keywords): every pair the issue lists
+PAIRS = [
+    ("f32", "bf16", {}),
+    ("bf16", "f32", {}),
+    ("f32", "f16", {}),
+    ("f16", "f32", {}),
+    ("f32", "s8", {"dst_scales": 0.01}),
+    ("f32", "u8", {"dst_scales": 0.01, "dst_zero_point": 128}),
+    ("s8", "f32", {"src_scales": 0.01}),
+    ("u8", "f32", {"src_scales": 0.01, "src_zero_point": 128}),
+]
+LAYOUTS = [("nchw", "nchw"), ("nchw", "nhwc"), ("nChw16c", "nchw"), ("nchw", "nChw16c")]
+
+
+@functools.lru_cache(maxsize=4)      # 26-103 MB each; the cases come grouped by pair
+def _source(sdt, stag):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(DIMS) * 40).astype(np.float32)
+    if sdt in ("s8", "u8"):
+        x = np.clip(np.rint(x), -128 if sdt == "s8" else 0, 127 if sdt == "s8" else 255)
+    d = ro.Desc(DIMS, sdt, stag)
+    return ro.reorder(x, "nchw", d, dtype=sdt), d
+
+
+def _label(kw):
+    return ",".join(f"{k.replace('_scales', ' scale').replace('_zero_point', ' zp')} {v:g}"
+                    for k, v in kw.items())
+
+
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("stag,dtag", LAYOUTS, ids=lambda t: t)
+@pytest.mark.parametrize("sdt,ddt,kw", PAIRS, ids=lambda p: p if isinstance(p, str) else "")
+@pytest.mark.parametrize("impl", ["reorder", "copy"])
+def test_conversion_speed(benchmark, record, impl, sdt, ddt, kw, stag, dtag, threads):
+    x, sdesc = _source(sdt, stag)
+    p = ro.plan(sdesc, dtag, dtype=ddt, **kw)
+    out = p.empty()
+    nbytes = x.nbytes + out.nbytes
+    extra = f" ({_label(kw)})" if kw else ""
+    group = f"{sdt}->{ddt} {stag}->{dtag}{extra} {threads}T"
+    benchmark.group = group
+    if impl == "reorder":
+        benchmark(p, x, out, threads)
+    else:
+        a = np.ones(nbytes // 2, np.uint8)
+        b = np.empty_like(a)
+        benchmark(np.copyto, b, a)
+    record(group, impl, nbytes)

@@ -84,12 +84,17 @@ directives = dict(language_level=3, boundscheck=debug, wraparound=debug, initial
 # -O3 lets gcc vectorise the fixed-size block loops; never -march=native (wheels run anywhere)
 # and never -ffast-math (reorders and rounding must be bit-exact).
 opt = ["/O2"] if os.name == "nt" else ["-O3"]
+# The headers each module includes, so an edit to one rebuilds its module.
+headers = ["reorder/_cpu.h", "reorder/_simd.h", "reorder/_tiles_narrow.h", "reorder/_transpose16.h"]
 extensions = [
-    Extension("reorder._kernels", ["reorder/_kernels.pyx"], extra_compile_args=list(opt)),
+    Extension("reorder._kernels", ["reorder/_kernels.pyx"], extra_compile_args=list(opt),
+              depends=headers),
     # Conversions must round exactly as written: no a*b+c contraction into FMA.
     Extension("reorder._convert", ["reorder/_convert.pyx"],
+              depends=["reorder/_cpu.h", "reorder/_convert_simd.h", "reorder/_transpose16.h"],
               extra_compile_args=list(opt) + ([] if os.name == "nt" else ["-ffp-contract=off"])),
     Extension("reorder._lowbit", ["reorder/_lowbit.pyx"],
+              depends=["reorder/_cpu.h", "reorder/_lowbit.h"],
               extra_compile_args=list(opt) + ([] if os.name == "nt" else ["-ffp-contract=off"])),
 ]
 setup(ext_modules=cythonize(extensions, compiler_directives=directives),

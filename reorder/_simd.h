@@ -39,8 +39,21 @@ static inline int64_t row_off(const rows_t* r, int64_t b) {
 typedef struct { int64_t nlo, slo, shi, nv_lo, nw_lo, nv_hi, nw_hi; } arows_t;
 
 /* Rows a0 .. a0+n-1 (n <= 16): src offsets, and bit masks of rows with data / rows written. */
+static inline uint32_t low_bits(int64_t k, int n) {
+    k = k < 0 ? 0 : (k > n ? n : k);
+    return k >= 32 ? 0xffffffffu : (1u << k) - 1u;
+}
+
 static inline void arow_block(const arows_t* A, int64_t a0, int n, int64_t* soff,
                               uint32_t* vmask, uint32_t* wmask) {
+    if (A->nlo == 0) {          /* one level: the masks are prefixes, no per-row tests */
+        int64_t o = a0 * A->slo;
+        for (int i = 0; i < n; i++, o += A->slo) soff[i] = o;
+        int64_t nv = A->nv_lo < A->nw_lo ? A->nv_lo : A->nw_lo;
+        *wmask = A->nw_hi > 0 ? low_bits(A->nw_lo - a0, n) : 0;
+        *vmask = A->nw_hi > 0 && A->nv_hi > 0 ? low_bits(nv - a0, n) : 0;
+        return;
+    }
     int64_t q = A->nlo ? a0 / A->nlo : 0, m = A->nlo ? a0 % A->nlo : a0;
     uint32_t v = 0, w = 0;
     for (int i = 0; i < n; i++) {

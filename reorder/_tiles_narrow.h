@@ -144,6 +144,16 @@ static inline void store_part128(void* d, __m128i v, int nbytes) {
     }
 }
 
+/* The rows a < this bound, rounded down to whole blocks of `blk`, are all data and all
+ * written, and A and the dst rows are one level each: the uniform fast paths below take
+ * them with pointer strides instead of per-row offsets and masks. */
+static inline int64_t uniform_rows(const arows_t* A, const rows_t* rows, int64_t na, int blk) {
+    if (A->nlo != 0 || rows->nlo != 0 || A->nw_hi <= 0 || A->nv_hi <= 0) return 0;
+    int64_t n = A->nv_lo < A->nw_lo ? A->nv_lo : A->nw_lo;
+    n = n < na ? n : na;
+    return n > 0 ? n / blk * blk : 0;
+}
+
 /* Element-wise rows a0 .. a0+n-1 (masks and offsets from arow_block), columns b0 .. nbw-1. */
 #define REORDER_EDGE(T)                                                                     \
 static inline void edge_##T(const T* src, const int64_t* soff, uint32_t vm, uint32_t wm,   \
@@ -159,13 +169,39 @@ REORDER_EDGE(uint8_t)
 REORDER_EDGE(uint16_t)
 
 __attribute__((target("avx2")))
+static void square_u16_uniform(const uint16_t* src, int64_t slo, int64_t na, uint16_t* dst,
+                               int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
+    __m256i r[16];
+    for (int64_t a0 = 0; a0 < na; a0 += 16)
+        for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
+            const uint16_t* s = src + a0 * slo + b0;
+            for (int i = 0; i < 16; i++) r[i] = _mm256_loadu_si256((const __m256i*)(s + i * slo));
+            tr16x16_w16_avx2(r);
+            uint16_t* d = dst + (b0s + b0) * dlo + a0;
+            if (nt && dlo == 16 && ((uintptr_t)d & 63) == 0)
+                for (int j = 0; j < 16; j++) _mm256_stream_si256((__m256i*)(d + 16 * j), r[j]);
+            else
+                for (int j = 0; j < 16; j++) _mm256_storeu_si256((__m256i*)(d + j * dlo), r[j]);
+        }
+}
+
+__attribute__((target("avx2")))
 static void tile_avx2_u16_square(const uint16_t* src, const arows_t* A, int64_t na, uint16_t* dst,
                                  const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
     __m256i r[16];
     int64_t soff[16], off[16];
     uint32_t vm, wm;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)15;
-    for (int64_t a0 = 0; a0 < na; a0 += 16) {
+    int64_t afast = uniform_rows(A, rows, na, 16);
+    if (afast) {
+        square_u16_uniform(src, A->slo, afast, dst, rows->dlo, bs, bfull, nt);
+        if (bfull < nbw)
+            for (int64_t a0 = 0; a0 < afast; a0 += 16) {
+                arow_block(A, a0, 16, soff, &vm, &wm);
+                edge_uint16_t(src, soff, vm, wm, 16, a0, dst, rows, bs, bfull, nbv, nbw);
+            }
+    }
+    for (int64_t a0 = afast; a0 < na; a0 += 16) {
         int n = na - a0 < 16 ? (int)(na - a0) : 16;
         arow_block(A, a0, n, soff, &vm, &wm);
         if (!wm) continue;
@@ -173,9 +209,12 @@ static void tile_avx2_u16_square(const uint16_t* src, const arows_t* A, int64_t 
         int64_t bvec = nw > 0 ? bfull : 0;
         for (int64_t b0 = 0; b0 < bvec; b0 += 16) {
             int adjacent = row_offsets(rows, bs + b0, 16, off, 16);
-            for (int i = 0; i < 16; i++)
-                r[i] = (vm >> i) & 1u ? _mm256_loadu_si256((const __m256i*)(src + soff[i] + b0))
-                                      : _mm256_setzero_si256();
+            if (vm == 0xffffu)
+                for (int i = 0; i < 16; i++) r[i] = _mm256_loadu_si256((const __m256i*)(src + soff[i] + b0));
+            else
+                for (int i = 0; i < 16; i++)
+                    r[i] = (vm >> i) & 1u ? _mm256_loadu_si256((const __m256i*)(src + soff[i] + b0))
+                                          : _mm256_setzero_si256();
             tr16x16_w16_avx2(r);
             uint16_t* d0 = dst + off[0] + a0;
             if (nt && nw == 16 && adjacent && ((uintptr_t)d0 & 63) == 0)
@@ -190,13 +229,39 @@ static void tile_avx2_u16_square(const uint16_t* src, const arows_t* A, int64_t 
 /* 16 rows x 8 columns of words, for long A: lane k of row register i is tile row 8k + i, so
  * column register j is 16 words of dst row b0 + j. */
 __attribute__((target("avx2")))
+static void tall_u16_uniform(const uint16_t* src, int64_t slo, int64_t na, uint16_t* dst,
+                             int64_t dlo, int64_t b0s, int64_t bfull) {
+    __m256i r[8];
+    for (int64_t a0 = 0; a0 < na; a0 += 16)
+        for (int64_t b0 = 0; b0 < bfull; b0 += 8) {
+            const uint16_t* s = src + a0 * slo + b0;
+            for (int i = 0; i < 8; i++)
+                r[i] = _mm256_inserti128_si256(
+                    _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(s + i * slo))),
+                    _mm_loadu_si128((const __m128i*)(s + (8 + i) * slo)), 1);
+            tr8x8_w16_lanes(r);
+            uint16_t* d = dst + (b0s + b0) * dlo + a0;
+            for (int j = 0; j < 8; j++) _mm256_storeu_si256((__m256i*)(d + j * dlo), r[j]);
+        }
+}
+
+__attribute__((target("avx2")))
 static void tile_avx2_u16_tall(const uint16_t* src, const arows_t* A, int64_t na, uint16_t* dst,
                                const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw) {
     __m256i r[8];
     int64_t soff[16], off[8];
     uint32_t vm, wm;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)7;
-    for (int64_t a0 = 0; a0 < na; a0 += 16) {
+    int64_t afast = uniform_rows(A, rows, na, 16);
+    if (afast) {
+        tall_u16_uniform(src, A->slo, afast, dst, rows->dlo, bs, bfull);
+        if (bfull < nbw)
+            for (int64_t a0 = 0; a0 < afast; a0 += 16) {
+                arow_block(A, a0, 16, soff, &vm, &wm);
+                edge_uint16_t(src, soff, vm, wm, 16, a0, dst, rows, bs, bfull, nbv, nbw);
+            }
+    }
+    for (int64_t a0 = afast; a0 < na; a0 += 16) {
         int n = na - a0 < 16 ? (int)(na - a0) : 16;
         arow_block(A, a0, n, soff, &vm, &wm);
         if (!wm) continue;
@@ -204,15 +269,24 @@ static void tile_avx2_u16_tall(const uint16_t* src, const arows_t* A, int64_t na
         int64_t bvec = nw > 0 ? bfull : 0;
         for (int64_t b0 = 0; b0 < bvec; b0 += 8) {
             row_offsets(rows, bs + b0, 8, off, 0);
-            for (int i = 0; i < 8; i++) {
-                __m128i lo = (vm >> i) & 1u ? _mm_loadu_si128((const __m128i*)(src + soff[i] + b0))
-                                            : _mm_setzero_si128();
-                __m128i hi = (vm >> (8 + i)) & 1u
-                    ? _mm_loadu_si128((const __m128i*)(src + soff[8 + i] + b0)) : _mm_setzero_si128();
-                r[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
-            }
+            if (vm == 0xffffu)
+                for (int i = 0; i < 8; i++)
+                    r[i] = _mm256_inserti128_si256(
+                        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(src + soff[i] + b0))),
+                        _mm_loadu_si128((const __m128i*)(src + soff[8 + i] + b0)), 1);
+            else
+                for (int i = 0; i < 8; i++) {
+                    __m128i lo = (vm >> i) & 1u
+                        ? _mm_loadu_si128((const __m128i*)(src + soff[i] + b0)) : _mm_setzero_si128();
+                    __m128i hi = (vm >> (8 + i)) & 1u
+                        ? _mm_loadu_si128((const __m128i*)(src + soff[8 + i] + b0)) : _mm_setzero_si128();
+                    r[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+                }
             tr8x8_w16_lanes(r);
-            for (int j = 0; j < 8; j++) store_part(dst + off[j] + a0, r[j], 2 * nw);
+            if (nw == 16)
+                for (int j = 0; j < 8; j++) _mm256_storeu_si256((__m256i*)(dst + off[j] + a0), r[j]);
+            else
+                for (int j = 0; j < 8; j++) store_part(dst + off[j] + a0, r[j], 2 * nw);
         }
         edge_uint16_t(src, soff, vm, wm, n, a0, dst, rows, bs, bvec, nbv, nbw);
     }
@@ -220,13 +294,46 @@ static void tile_avx2_u16_tall(const uint16_t* src, const arows_t* A, int64_t na
 
 /* 16 rows x 32 columns: lane k of column register j is dst row b0 + 16k + j. */
 __attribute__((target("avx2")))
+static void wide_u8_uniform(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
+                            int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
+    __m256i r[16];
+    for (int64_t a0 = 0; a0 < na; a0 += 16)
+        for (int64_t b0 = 0; b0 < bfull; b0 += 32) {
+            const uint8_t* s = src + a0 * slo + b0;
+            for (int i = 0; i < 16; i++) r[i] = _mm256_loadu_si256((const __m256i*)(s + i * slo));
+            tr16x16_u8_lanes(r);
+            uint8_t* d = dst + (b0s + b0) * dlo + a0;
+            if (nt && dlo == 16 && ((uintptr_t)d & 63) == 0) {
+                for (int j = 0; j < 16; j++)
+                    _mm_stream_si128((__m128i*)(d + 16 * j), _mm256_castsi256_si128(r[j]));
+                for (int j = 0; j < 16; j++)
+                    _mm_stream_si128((__m128i*)(d + 256 + 16 * j), _mm256_extracti128_si256(r[j], 1));
+            } else {
+                for (int j = 0; j < 16; j++)
+                    _mm_storeu_si128((__m128i*)(d + j * dlo), _mm256_castsi256_si128(r[j]));
+                for (int j = 0; j < 16; j++)
+                    _mm_storeu_si128((__m128i*)(d + (16 + j) * dlo), _mm256_extracti128_si256(r[j], 1));
+            }
+        }
+}
+
+__attribute__((target("avx2")))
 static void tile_avx2_u8_wide(const uint8_t* src, const arows_t* A, int64_t na, uint8_t* dst,
                               const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
     __m256i r[16];
     int64_t soff[16], off[32];
     uint32_t vm, wm;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)31;
-    for (int64_t a0 = 0; a0 < na; a0 += 16) {
+    int64_t afast = uniform_rows(A, rows, na, 16);
+    if (afast) {
+        wide_u8_uniform(src, A->slo, afast, dst, rows->dlo, bs, bfull, nt);
+        if (bfull < nbw)
+            for (int64_t a0 = 0; a0 < afast; a0 += 16) {
+                arow_block(A, a0, 16, soff, &vm, &wm);
+                edge_uint8_t(src, soff, vm, wm, 16, a0, dst, rows, bs, bfull, nbv, nbw);
+            }
+    }
+    for (int64_t a0 = afast; a0 < na; a0 += 16) {
         int n = na - a0 < 16 ? (int)(na - a0) : 16;
         arow_block(A, a0, n, soff, &vm, &wm);
         if (!wm) continue;
@@ -234,9 +341,12 @@ static void tile_avx2_u8_wide(const uint8_t* src, const arows_t* A, int64_t na, 
         int64_t bvec = nw > 0 ? bfull : 0;
         for (int64_t b0 = 0; b0 < bvec; b0 += 32) {
             int adjacent = row_offsets(rows, bs + b0, 32, off, 16);
-            for (int i = 0; i < 16; i++)
-                r[i] = (vm >> i) & 1u ? _mm256_loadu_si256((const __m256i*)(src + soff[i] + b0))
-                                      : _mm256_setzero_si256();
+            if (vm == 0xffffu)
+                for (int i = 0; i < 16; i++) r[i] = _mm256_loadu_si256((const __m256i*)(src + soff[i] + b0));
+            else
+                for (int i = 0; i < 16; i++)
+                    r[i] = (vm >> i) & 1u ? _mm256_loadu_si256((const __m256i*)(src + soff[i] + b0))
+                                          : _mm256_setzero_si256();
             tr16x16_u8_lanes(r);
             uint8_t* d0 = dst + off[0] + a0;
             if (nt && nw == 16 && adjacent && ((uintptr_t)d0 & 63) == 0) {
@@ -258,13 +368,39 @@ static void tile_avx2_u8_wide(const uint8_t* src, const arows_t* A, int64_t na, 
 /* 32 rows x 16 columns: lane k of row register i is tile row 16k + i, so column register j
  * is 32 bytes of dst row b0 + j. */
 __attribute__((target("avx2")))
+static void tall_u8_uniform(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
+                            int64_t dlo, int64_t b0s, int64_t bfull) {
+    __m256i r[16];
+    for (int64_t a0 = 0; a0 < na; a0 += 32)
+        for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
+            const uint8_t* s = src + a0 * slo + b0;
+            for (int i = 0; i < 16; i++)
+                r[i] = _mm256_inserti128_si256(
+                    _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(s + i * slo))),
+                    _mm_loadu_si128((const __m128i*)(s + (16 + i) * slo)), 1);
+            tr16x16_u8_lanes(r);
+            uint8_t* d = dst + (b0s + b0) * dlo + a0;
+            for (int j = 0; j < 16; j++) _mm256_storeu_si256((__m256i*)(d + j * dlo), r[j]);
+        }
+}
+
+__attribute__((target("avx2")))
 static void tile_avx2_u8_tall(const uint8_t* src, const arows_t* A, int64_t na, uint8_t* dst,
                               const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw) {
     __m256i r[16];
     int64_t soff[32], off[16];
     uint32_t vlo, wlo, vhi = 0, whi = 0;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)15;
-    for (int64_t a0 = 0; a0 < na; a0 += 32) {
+    int64_t afast = uniform_rows(A, rows, na, 32);
+    if (afast) {
+        tall_u8_uniform(src, A->slo, afast, dst, rows->dlo, bs, bfull);
+        if (bfull < nbw)
+            for (int64_t a0 = 0; a0 < afast; a0 += 16) {
+                arow_block(A, a0, 16, soff, &vlo, &wlo);
+                edge_uint8_t(src, soff, vlo, wlo, 16, a0, dst, rows, bs, bfull, nbv, nbw);
+            }
+    }
+    for (int64_t a0 = afast; a0 < na; a0 += 32) {
         int n = na - a0 < 32 ? (int)(na - a0) : 32;
         int nlo = n < 16 ? n : 16;
         arow_block(A, a0, nlo, soff, &vlo, &wlo);
@@ -276,15 +412,24 @@ static void tile_avx2_u8_tall(const uint8_t* src, const arows_t* A, int64_t na, 
         int64_t bvec = nw > 0 ? bfull : 0;
         for (int64_t b0 = 0; b0 < bvec; b0 += 16) {
             row_offsets(rows, bs + b0, 16, off, 0);
-            for (int i = 0; i < 16; i++) {
-                __m128i lo = (vm >> i) & 1u ? _mm_loadu_si128((const __m128i*)(src + soff[i] + b0))
-                                            : _mm_setzero_si128();
-                __m128i hi = (vm >> (16 + i)) & 1u
-                    ? _mm_loadu_si128((const __m128i*)(src + soff[16 + i] + b0)) : _mm_setzero_si128();
-                r[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
-            }
+            if (vm == 0xffffffffu)
+                for (int i = 0; i < 16; i++)
+                    r[i] = _mm256_inserti128_si256(
+                        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(src + soff[i] + b0))),
+                        _mm_loadu_si128((const __m128i*)(src + soff[16 + i] + b0)), 1);
+            else
+                for (int i = 0; i < 16; i++) {
+                    __m128i lo = (vm >> i) & 1u
+                        ? _mm_loadu_si128((const __m128i*)(src + soff[i] + b0)) : _mm_setzero_si128();
+                    __m128i hi = (vm >> (16 + i)) & 1u
+                        ? _mm_loadu_si128((const __m128i*)(src + soff[16 + i] + b0)) : _mm_setzero_si128();
+                    r[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+                }
             tr16x16_u8_lanes(r);
-            for (int j = 0; j < 16; j++) store_part(dst + off[j] + a0, r[j], nw);
+            if (nw == 32)
+                for (int j = 0; j < 16; j++) _mm256_storeu_si256((__m256i*)(dst + off[j] + a0), r[j]);
+            else
+                for (int j = 0; j < 16; j++) store_part(dst + off[j] + a0, r[j], nw);
         }
         edge_uint8_t(src, soff, vm, wm, n, a0, dst, rows, bs, bvec, nbv, nbw);
     }

@@ -68,6 +68,16 @@ static inline void arow_block(const arows_t* A, int64_t a0, int n, int64_t* soff
     *wmask = w;
 }
 
+/* The rows a < this bound, rounded down to whole blocks of `blk`, are all data and all
+ * written, and A and the dst rows are one level each: the uniform fast paths below take
+ * them with pointer strides instead of per-row offsets and masks. */
+static inline int64_t uniform_rows(const arows_t* A, const rows_t* rows, int64_t na, int blk) {
+    if (A->nlo != 0 || rows->nlo != 0 || A->nw_hi <= 0 || A->nv_hi <= 0) return 0;
+    int64_t n = A->nv_lo < A->nw_lo ? A->nv_lo : A->nw_lo;
+    n = n < na ? n : na;
+    return n > 0 ? n / blk * blk : 0;
+}
+
 /* ---- portable path: cache-blocked scalar loops the compiler can vectorise -------------- */
 #define REORDER_SCALAR_TILE(T, NAME)                                                       \
 static void NAME(const T* src, const arows_t* A, int64_t na, T* dst, const rows_t* rows,  \
@@ -190,12 +200,27 @@ static void tile_avx2_u32(const uint32_t* src, const arows_t* A, int64_t na, uin
     int64_t soff[8], off[8];
     uint32_t vm, wm;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)7;
-    for (int64_t a0 = 0; a0 < na; a0 += 8) {
+    int64_t afast = uniform_rows(A, rows, na, 8);
+    const int64_t slo = A->slo, dlo = rows->dlo;    /* locals: stores may alias the structs */
+    /* A short A (nchw -> nChw16c: c16) is walked inside each column block, so every dst
+     * line is finished while it is in L1; a long A outside, so src lines are. */
+    int64_t a_in = afast <= 32 ? afast : 8;
+    for (int64_t a1 = 0; a1 < afast; a1 += a_in)
+        for (int64_t b0 = 0; b0 < bfull; b0 += 8)
+            for (int64_t a0 = a1; a0 < a1 + a_in && a0 < afast; a0 += 8) {
+                const uint32_t* s = src + a0 * slo + b0;
+                for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps((const float*)(s + i * slo));
+                tr8x8(r);
+                uint32_t* d = dst + (bs + b0) * dlo + a0;
+                for (int j = 0; j < 8; j++) _mm256_storeu_ps((float*)(d + j * dlo), r[j]);
+            }
+    /* the rows the uniform loop took need only their edge columns, if any */
+    for (int64_t a0 = bfull < nbw ? 0 : afast; a0 < na; a0 += 8) {
         int n = na - a0 < 8 ? (int)(na - a0) : 8;
         arow_block(A, a0, n, soff, &vm, &wm);
         if (!wm) continue;
         int64_t bvec = wm == 0xFFu ? bfull : 0;     /* partial row blocks go element-wise */
-        for (int64_t b0 = 0; b0 < bvec; b0 += 8) {
+        for (int64_t b0 = a0 < afast ? bvec : 0; b0 < bvec; b0 += 8) {
             if (rows->nlo == 0) {
                 for (int j = 0; j < 8; j++) off[j] = (bs + b0 + j) * rows->dlo;
             } else {

@@ -144,16 +144,6 @@ static inline void store_part128(void* d, __m128i v, int nbytes) {
     }
 }
 
-/* The rows a < this bound, rounded down to whole blocks of `blk`, are all data and all
- * written, and A and the dst rows are one level each: the uniform fast paths below take
- * them with pointer strides instead of per-row offsets and masks. */
-static inline int64_t uniform_rows(const arows_t* A, const rows_t* rows, int64_t na, int blk) {
-    if (A->nlo != 0 || rows->nlo != 0 || A->nw_hi <= 0 || A->nv_hi <= 0) return 0;
-    int64_t n = A->nv_lo < A->nw_lo ? A->nv_lo : A->nw_lo;
-    n = n < na ? n : na;
-    return n > 0 ? n / blk * blk : 0;
-}
-
 /* Element-wise rows a0 .. a0+n-1 (masks and offsets from arow_block), columns b0 .. nbw-1. */
 #define REORDER_EDGE(T)                                                                     \
 static inline void edge_##T(const T* src, const int64_t* soff, uint32_t vm, uint32_t wm,   \

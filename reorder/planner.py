@@ -8,11 +8,11 @@ the plain layout.
 """
 from .conversion import ConversionKernel
 from .desc import Desc
-from .move_kernels import CopyKernel, GenericKernel, TransposeKernel
+from .move_kernels import BlockKernel, CopyKernel, GenericKernel, TransposeKernel
 from .normalise import Incompatible, normalise, widen
 
 TRANSPOSE = TransposeKernel()
-KERNELS = (ConversionKernel(), CopyKernel(), TRANSPOSE, GenericKernel())
+KERNELS = (ConversionKernel(), CopyKernel(), BlockKernel(), TRANSPOSE, GenericKernel())
 
 
 class Step:

@@ -533,14 +533,17 @@ static void blk_to_plain(const blk_t* b, const char* src, char* rows, int64_t rv
         blk_deinterleave(b, src, T, simd);
         t = T;
     }
-    /* the plain rows are built whole in T2, then leave as contiguous runs */
+    char* out = nt ? T2 : rows;
+    int64_t ros = nt ? b->C : b->rs;
     int64_t c0 = 0;
 #if REORDER_BLK_X86
-    if (simd) c0 = blk_scatter_avx2(b, t, T2, b->C, rv, cv);
+    if (simd) c0 = blk_scatter_avx2(b, t, out, ros, rv, cv);
 #endif
-    blk_scatter_scalar(b, t, T2, b->C, rv, cv, c0);
-    for (int64_t r = 0; r < rv; r++)
-        blk_copy_out(rows + r * b->rs * e, T2 + r * b->C * e, cv * e, nt, simd);
+    blk_scatter_scalar(b, t, out, ros, rv, cv, c0);
+    /* streamed: the plain rows were built whole in T2 and leave as contiguous runs */
+    if (nt)
+        for (int64_t r = 0; r < rv; r++)
+            blk_copy_out(rows + r * b->rs * e, T2 + r * b->C * e, cv * e, 1, simd);
 }
 
 #endif

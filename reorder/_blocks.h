@@ -481,7 +481,7 @@ static void blk_copy_out(char* d, const char* s, int64_t n, int nt, int simd) {
 
 static inline void blk_interleave(const blk_t* b, const char* T, char* out, int simd) {
 #if REORDER_BLK_X86
-    if (simd && b->il == 4 && (blk_interleave4_avx2(b, T, out) || blk_interleave4_sse(b, T, out)))
+    if (simd && b->il == 4 && b->esize <= 4 && (blk_interleave4_avx2(b, T, out) || blk_interleave4_sse(b, T, out)))
         return;
 #endif
     (void)simd;
@@ -490,7 +490,7 @@ static inline void blk_interleave(const blk_t* b, const char* T, char* out, int 
 
 static inline void blk_deinterleave(const blk_t* b, const char* in, char* T, int simd) {
 #if REORDER_BLK_X86
-    if (simd && b->il == 4 && (blk_deinterleave4_avx2(b, in, T) || blk_deinterleave4_sse(b, in, T)))
+    if (simd && b->il == 4 && b->esize <= 4 && (blk_deinterleave4_avx2(b, in, T) || blk_deinterleave4_sse(b, in, T)))
         return;
 #endif
     (void)simd;

@@ -11,8 +11,9 @@ from reorder.plan_cache import cached_plan
 
 from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
 
-DTYPES = ["f32", "bf16", "f16", "s8", "u8"]
-_STORAGE = {"f32": np.float32, "bf16": np.uint16, "f16": np.float16, "s8": np.int8, "u8": np.uint8}
+# f64: 8-byte elements take the portable interleave even on the AVX2 path
+DTYPES = ["f32", "bf16", "f16", "s8", "u8", "f64"]
+_STORAGE = {"f64": np.float64, "f32": np.float32, "bf16": np.uint16, "f16": np.float16, "s8": np.int8, "u8": np.uint8}
 
 # the tests' own names for the abstract tags the reference understands
 ABSTRACT = {"oihw": "abcd", "OIhw16i16o": "ABcd16b16a", "OIhw4i16o4i": "ABcd4b16a4b",
@@ -38,7 +39,7 @@ def simd(request):
 
 def _random(dims, dtype, rng):
     st = _STORAGE[dtype]
-    if st in (np.float32, np.float16):
+    if st in (np.float64, np.float32, np.float16):
         return rng.standard_normal(dims).astype(st)
     return rng.integers(0, 1 << (8 * np.dtype(st).itemsize), dims, dtype=np.uint64).astype(st)
 
@@ -124,7 +125,7 @@ def test_strided_sources(simd, dst, view, blocks, dtype):
     assert np.array_equal(uint_view(big), uint_view(before))
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES[:5])
 @pytest.mark.parametrize("src,dst,dims", [
     ("oihw", "OIhw16i16o", (512, 512, 3, 3)), ("OIhw16i16o", "oihw", (512, 512, 3, 3)),
     ("oihw", "OIhw4i16o4i", (200, 120, 3, 3)), ("OIhw4i16o4i", "oihw", (200, 120, 3, 3))])

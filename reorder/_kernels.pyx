@@ -469,12 +469,13 @@ cdef void _blocks_items(const char* src, char* dst, const NodeList* p, const blk
     cdef Walk w
     cdef int64_t item, rv, cv, e = b.esize
     cdef int c, d
-    cdef bint skip
+    cdef bint skip, pad
     walk_start(p, &w, lo)
     for item in range(lo, hi):
         rv = b.R
         cv = b.C
         skip = False
+        pad = False
         for c in range(p.nchecked):
             d = p.checked[c]
             if d == D.rdim:
@@ -484,7 +485,9 @@ cdef void _blocks_items(const char* src, char* dst, const NodeList* p, const blk
             elif w.coord[d] >= p.alloc[d]:
                 skip = True             # beyond the destination: nothing to write
             elif w.coord[d] >= p.valid[d]:
-                rv = 0                  # destination padding: zeros
+                pad = True              # destination padding: zeros
+        if pad:
+            rv = 0
         if not skip:
             if D.to_blocked:
                 blk_to_blocked(b, src + w.so * e, dst + w.do * e, rv, cv, T, T2, nt, simd)

@@ -172,3 +172,13 @@ def test_runner_rejects_bad_shapes():
         _kernels.Blocks(4, nodes, checked, q, np.array([512, 512, 1, 512, 1, -1, 1, -1, 1], np.int64), False)
     with pytest.raises(ValueError, match="outside"):
         _kernels.Blocks(4, nodes, checked, q * 2, ok, False)
+
+
+def test_padding_of_an_outer_dim_beside_padded_rows():
+    """A block whose outer coordinate is all padding (a = 1 of 1) is zeros, even though its
+    own row dim (c) is partly valid: abc -> ABC2a2b2c over 1x1x1."""
+    p = ro.plan(ro.Desc((1, 1, 1), "s8", "abc"), ro.Desc((1, 1, 1), "s8", "ABC2a2b2c"))
+    assert p.kernel == "blocks", p.explain()
+    out = np.full(p.dst.physical_shape, 90, np.int8)
+    p(np.array([[[7]]], np.int8), out=out)
+    assert out.ravel().tolist() == [7, 0, 0, 0, 0, 0, 0, 0]

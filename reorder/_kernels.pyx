@@ -428,3 +428,136 @@ cdef int _check_itemsize(int itemsize) except -1:
     if itemsize not in (1, 2, 4, 8):
         raise ValueError(f"element size {itemsize} is not 1, 2, 4 or 8")
     return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# blocks: conv weights with small spatial dims (oihw <-> OIhw16i16o, OIhw4i16o4i, ...). Each
+# outer position is one R x C block (an O block x an I block x h*w), moved in two stages
+# through an L1 scratch (_blocks.h). The blocks are split statically over the threads.
+
+from libc.stdint cimport int32_t
+
+cdef extern from "_blocks.h" nogil:
+    enum: BLK_MAX_BYTES
+    ctypedef struct blk_t:
+        int64_t R, C, il, rs
+        const int32_t* q
+        int esize
+    int blk_have_avx2()
+    void blk_to_blocked(const blk_t*, const char*, char*, int64_t, int64_t, char*, char*, int, int)
+    void blk_to_plain(const blk_t*, const char*, char*, int64_t, int64_t, char*, char*, int, int)
+
+
+
+# the largest block (bytes) the kernel's scratch holds
+BLOCK_MAX_BYTES = BLK_MAX_BYTES
+
+
+cdef struct BlockDims:
+    int to_blocked
+    int rdim                    # logical dim of the rows when bounds-checked, else -1
+    int cdim                    # logical dim of the columns' checked part, else -1
+    int64_t rw                  # logical step of a row along rdim
+    int64_t cunit               # columns per step of cdim
+
+
+cdef void _blocks_items(const char* src, char* dst, const NodeList* p, const blk_t* b,
+                        const BlockDims* D, int64_t lo, int64_t hi, int nt, int simd) noexcept nogil:
+    cdef char buf[2 * BLK_MAX_BYTES + 64]
+    cdef char* T = <char*>((<uintptr_t>buf + 63) & ~(<uintptr_t>63))
+    cdef char* T2 = T + BLK_MAX_BYTES
+    cdef Walk w
+    cdef int64_t item, rv, cv, e = b.esize
+    cdef int c, d
+    cdef bint skip, pad
+    walk_start(p, &w, lo)
+    for item in range(lo, hi):
+        rv = b.R
+        cv = b.C
+        skip = False
+        pad = False
+        for c in range(p.nchecked):
+            d = p.checked[c]
+            if d == D.rdim:
+                rv = count_below(p.valid[d], w.coord[d], D.rw, b.R)
+            elif d == D.cdim:
+                cv = count_below(p.valid[d], w.coord[d], 1, b.C // D.cunit) * D.cunit
+            elif w.coord[d] >= p.alloc[d]:
+                skip = True             # beyond the destination: nothing to write
+            elif w.coord[d] >= p.valid[d]:
+                pad = True              # destination padding: zeros
+        if pad:
+            rv = 0
+        if not skip:
+            if D.to_blocked:
+                blk_to_blocked(b, src + w.so * e, dst + w.do * e, rv, cv, T, T2, nt, simd)
+            else:
+                blk_to_plain(b, src + w.so * e, dst + w.do * e, rv, cv, T, T2, nt, simd)
+        if item + 1 < hi:
+            walk_next(p, &w)
+    if nt:
+        reorder_sfence()
+
+
+cdef class Blocks:
+    """Block kernel, prepared once per plan.
+
+    nodes    -- the outer nodes, one block per position: rows (extent, src stride, dst
+                stride, dim or -1, weight)                                       # IN
+    checked  -- rows (dim, logical size, dst padded size)                       # IN
+    q        -- per plain column, its scratch row (int32, C entries)             # IN
+    shape    -- (R, C, il, plain row stride, to_blocked, row dim or -1, row weight,
+                column dim or -1, columns per column-dim step)                   # IN
+    nt       -- stream (non-temporal) stores                                    # IN
+    """
+    cdef NodeList p
+    cdef blk_t b
+    cdef BlockDims D
+    cdef object q_keep
+    cdef readonly bint nt       # streaming stores, as the plan decided
+
+    def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
+                 q, const int64_t[::1] shape, bint nt):
+        cdef const int32_t[::1] qv = q
+        cdef int64_t k
+        if itemsize not in (1, 2, 4, 8):
+            raise ValueError(f"block element size {itemsize} is not 1, 2, 4 or 8")
+        if shape.shape[0] != 9:
+            raise ValueError("block shape must be 9 numbers")
+        R, C, il = shape[0], shape[1], shape[2]
+        if R < 1 or C < 1 or il < 1 or C % il or qv.shape[0] != C or shape[8] < 1 \
+                or C % shape[8] or R * C * itemsize > BLK_MAX_BYTES:
+            raise ValueError(f"bad block: {R} x {C}, interleave {il}, {itemsize}-byte elements")
+        for k in range(C):
+            if not 0 <= qv[k] < C:
+                raise ValueError(f"scratch row {qv[k]} of column {k} is outside 0..{C - 1}")
+        rows = np.concatenate([np.asarray(nodes), np.array([[1, 0, 0, -1, 1]], np.int64)])
+        fill_nodes(&self.p, rows, checked)
+        self.q_keep = qv
+        self.b.R, self.b.C, self.b.il, self.b.rs = R, C, il, shape[3]
+        self.b.q = &qv[0]
+        self.b.esize = itemsize
+        self.D.to_blocked = shape[4] != 0
+        self.D.rdim, self.D.rw = <int>shape[5], shape[6]
+        self.D.cdim, self.D.cunit = <int>shape[7], shape[8]
+        self.nt = nt
+
+    @property
+    def path(self):
+        """The path this runner takes now (it follows set_simd): 'avx2' or 'portable'."""
+        return "avx2" if not reorder_simd_disabled and blk_have_avx2() else "portable"
+
+    def run(self, uintptr_t src, uintptr_t dst, int nthreads):
+        cdef int64_t items = outer_count(&self.p)
+        cdef int t, nchunks = nthreads if items >= nthreads else <int>items
+        cdef int simd = not reorder_simd_disabled and blk_have_avx2()
+        if items == 0:
+            return
+        with nogil:
+            if nchunks <= 1:
+                _blocks_items(<const char*>src, <char*>dst, &self.p, &self.b, &self.D, 0, items,
+                              self.nt, simd)
+            else:
+                for t in prange(nchunks, num_threads=nchunks, schedule="static"):
+                    _blocks_items(<const char*>src, <char*>dst, &self.p, &self.b, &self.D,
+                                  items * t // nchunks, items * (t + 1) // nchunks, self.nt, simd)

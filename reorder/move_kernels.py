@@ -2,17 +2,20 @@
 `_kernels.pyx` fits a normalised problem, and cuts the problem into the runner's arrays.
 
   copy       innermost node contiguous on both sides, no padding
+  blocks     conv weights with small spatial dims: whole (O block x I block x h*w) blocks
+             through an L1 scratch
   transpose  A x B tiles with register transposes
   generic    a strided walk; takes every problem
 """
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from . import _kernels
 from .problem import Kernel
 
-__all__ = ["CopyKernel", "TransposeKernel", "GenericKernel"]
+__all__ = ["CopyKernel", "BlockKernel", "TransposeKernel", "GenericKernel"]
 
 # Runs shorter than this spread over too many write streams for streaming stores to pay
 # (docs/kernels.md).
@@ -79,6 +82,124 @@ class CopyKernel(Kernel):
 
     def prepare(self, prob, stream_min_bytes):
         return _walker(prob, _walker_streams(prob, stream_min_bytes))
+
+
+class _BlockShape(NamedTuple):
+    block: tuple        # node indices in the block
+    r: int              # node index of the rows
+    cols: tuple         # node indices of the columns, plain-side order (innermost first)
+    il: int             # interleave width of the blocked side
+    to_blocked: bool
+
+
+class BlockKernel(Kernel):
+    """Plain rows of R x C <-> one dense block (see _blocks.h): the block nodes are the
+    densest prefix of the blocked side's strides that parses as [jl][r][columns...], where the
+    columns (jl included) form one contiguous run on the plain side and r is the row node."""
+    name = "blocks"
+    why = ("weights blocked in two dims (OIhw16i16o, OIhw4i16o4i, ...): each O block x I block "
+           "x spatial block goes through an L1 scratch with register transposes and leaves "
+           "with whole contiguous stores; padding written (or skipped) per block")
+
+    @staticmethod
+    def _parse(nodes, block, to_blocked, checked):
+        ps = (lambda nd: nd.ss) if to_blocked else (lambda nd: nd.ds)
+        options = [(block[0], block[1:], 1)]
+        if len(block) >= 2:
+            options.append((block[1], (block[0],) + block[2:], nodes[block[0]].extent))
+        for r, cols, il in options:
+            rn = nodes[r]
+            chain = sorted(cols, key=lambda i: ps(nodes[i]))
+            size = 1
+            for i in chain:
+                if ps(nodes[i]) != size:
+                    break
+                size *= nodes[i].extent
+            else:
+                # (rows may be closer than C apart where columns are padded: only valid
+                # columns are read or written, and the plain side's own layout keeps them apart)
+                if rn.extent < 2:
+                    continue
+                cdims = {nodes[i].dim for i in chain if nodes[i].dim >= 0}
+                if len(cdims) > 1 or (rn.dim >= 0 and rn.dim in cdims):
+                    continue
+                if cdims:
+                    # the checked columns sit above the unchecked ones, one step of their
+                    # dim per `cunit` columns, so a column's coordinate is c // cunit
+                    low = [i for i in chain if nodes[i].dim < 0]
+                    cunit = math.prod(nodes[i].extent for i in low)
+                    if any(ps(nodes[i]) >= cunit for i in low) or any(
+                            ps(nodes[i]) != nodes[i].weight * cunit for i in chain if nodes[i].dim >= 0):
+                        continue
+                if not BlockKernel._bounds_fit(nodes, rn, cdims, to_blocked, checked):
+                    continue
+                return _BlockShape(tuple(block), r, tuple(chain), il, to_blocked)
+        return None
+
+    @staticmethod
+    def _bounds_fit(nodes, rn, cdims, to_blocked, checked):
+        """Plain -> blocked writes every position of the block (the blocked side's padding
+        covers the iteration); blocked -> plain writes the valid part of a plain side that
+        has no padding of its own."""
+        limits = {d: (v, pad) for d, v, pad in checked}
+        for d in cdims | ({rn.dim} if rn.dim >= 0 else set()):
+            valid, alloc = limits[d]
+            top = 1 + sum((nd.extent - 1) * nd.weight for nd in nodes if nd.dim == d)
+            if (to_blocked and alloc < top) or (not to_blocked and alloc != valid):
+                return False
+        return True
+
+    def _pick(self, prob):
+        if prob.attrs is not None or len(prob.nodes) < 2 or prob.itemsize not in (1, 2, 4, 8):
+            return None
+        nodes = prob.nodes
+        for to_blocked in (True, False):
+            blocked = prob.dst if to_blocked else prob.src
+            # weights: two dims blocked on the blocked side (activations: one, the transpose)
+            if sum(blocked.block_size(d) > 1 for d in range(blocked.ndim)) < 2:
+                continue
+            bs = (lambda nd: nd.ds) if to_blocked else (lambda nd: nd.ss)
+            prefix, expect = [], 1
+            for i in sorted(range(len(nodes)), key=lambda i: bs(nodes[i])):
+                if bs(nodes[i]) != expect:
+                    break
+                prefix.append(i)
+                expect *= nodes[i].extent
+            for k in range(len(prefix), 1, -1):
+                block = tuple(prefix[:k])
+                if math.prod(nodes[i].extent for i in block) * prob.itemsize > _kernels.BLOCK_MAX_BYTES:
+                    continue
+                shape = self._parse(nodes, block, to_blocked, prob.checked)
+                if shape is not None:
+                    return shape
+        return None
+
+    def is_usable_for(self, prob):
+        return self._pick(prob) is not None
+
+    def prepare(self, prob, stream_min_bytes):
+        sh = self._pick(prob)
+        nodes = prob.nodes
+        bs = (lambda nd: nd.ds) if sh.to_blocked else (lambda nd: nd.ss)
+        ps = (lambda nd: nd.ss) if sh.to_blocked else (lambda nd: nd.ds)
+        rn = nodes[sh.r]
+        R, C = rn.extent, math.prod(nodes[i].extent for i in sh.cols)
+        # the scratch row of each plain column: its blocked offset with r taken out
+        c = np.arange(C, dtype=np.int64)
+        boff = np.zeros(C, dtype=np.int64)
+        for i in sh.cols:
+            nd = nodes[i]
+            boff += (c // ps(nd)) % nd.extent * bs(nd)
+        group = R * sh.il
+        q = (boff // group * sh.il + boff % group).astype(np.int32)
+        checked_cols = [i for i in sh.cols if nodes[i].dim >= 0]
+        cdim = nodes[checked_cols[0]].dim if checked_cols else -1
+        cunit = min(ps(nodes[i]) // nodes[i].weight for i in checked_cols) if checked_cols else 1
+        shape = np.array([R, C, sh.il, ps(rn), int(sh.to_blocked), rn.dim, rn.weight, cdim, cunit],
+                         dtype=np.int64)
+        outer = [nd for i, nd in enumerate(nodes) if i not in sh.block]
+        return _kernels.Blocks(prob.itemsize, _node_array(outer).reshape(-1, 5), _checked_array(prob),
+                               q, shape, prob.dst_bytes >= stream_min_bytes)
 
 
 class TransposeKernel(Kernel):

@@ -2,17 +2,19 @@
 
 The kernels are tried in the order of `KERNELS`; the first whose `is_usable_for` accepts the
 normalised problem prepares a runner. The conversion kernel comes first and takes exactly the
-problems with conversion attributes; the generic kernel accepts everything, so every valid
+problems with conversion attributes; the block kernel comes before transpose and takes weights
+blocked in two dims (OIhw16i16o, OIhw4i16o4i) whose blocks fit its scratch; the generic kernel
+accepts everything, so every valid
 pair has a plan. Blockings that do not nest (48c against 32c) are planned as two steps through
 the plain layout.
 """
 from .conversion import ConversionKernel
 from .desc import Desc
-from .move_kernels import CopyKernel, GenericKernel, TransposeKernel
+from .move_kernels import BlockKernel, CopyKernel, GenericKernel, TransposeKernel
 from .normalise import Incompatible, normalise, widen
 
 TRANSPOSE = TransposeKernel()
-KERNELS = (ConversionKernel(), CopyKernel(), TRANSPOSE, GenericKernel())
+KERNELS = (ConversionKernel(), CopyKernel(), BlockKernel(), TRANSPOSE, GenericKernel())
 
 
 class Step:

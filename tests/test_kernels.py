@@ -16,19 +16,19 @@ CASES = [
     ("abcd", "aBcd8b", (2, 17, 5, 19), "transpose"),
     ("abcd", "acdb", (3, 37, 6, 7), "transpose"),             # nchw -> nhwc, C not a multiple of 16
     ("acdb", "abcd", (2, 19, 5, 17), "transpose"),            # nhwc -> nchw
-    ("abcd", "ABcd16b16a", (35, 33, 3, 3), "transpose"),      # oihw -> OIhw16i16o, B = hw + i16
-    ("abcd", "ABcd16a16b", (17, 40, 1, 1), "generic"),        # i stays innermost: 16-long runs
+    ("abcd", "ABcd16b16a", (35, 33, 3, 3), "blocks"),      # oihw -> OIhw16i16o, B = hw + i16
+    ("abcd", "ABcd16a16b", (17, 40, 1, 1), "blocks"),        # i stays innermost: 16-long runs
     ("abcd", "abcd", (4, 5, 6, 7), "copy"),
     ("abcd", "bacd", (4, 5, 6, 7), "copy"),                   # inner h*w run stays contiguous
     ("ab", "ba", (1000, 3), "generic"),                       # B too short for a tile
     ("abcd", "aBcd4b", (2, 6, 3, 3), "transpose"),
     # A spans two dst nodes: i4 then o16 (64 rows), i2 then o16 (32 rows); O and I padded
-    ("abcd", "ABcd4b16a4b", (35, 21, 3, 3), "transpose"),
-    ("abcd", "ABcd8b16a2b", (20, 10, 3, 3), "transpose"),
-    ("abcde", "aBCde4c16b4c", (2, 17, 9, 3, 3), "transpose"),
+    ("abcd", "ABcd4b16a4b", (35, 21, 3, 3), "blocks"),
+    ("abcd", "ABcd8b16a2b", (20, 10, 3, 3), "blocks"),
+    ("abcde", "aBCde4c16b4c", (2, 17, 9, 3, 3), "blocks"),
     # back to plain with both tile sides padded, on different dims
-    ("ABcd4b16a4b", "abcd", (35, 21, 3, 3), "transpose"),
-    ("ABcd16b16a", "abcd", (20, 10, 3, 3), "transpose"),
+    ("ABcd4b16a4b", "abcd", (35, 21, 3, 3), "blocks"),
+    ("ABcd16b16a", "abcd", (20, 10, 3, 3), "blocks"),
     # C a multiple of the block, and 2 or 3 blocks of it: each nhwc pixel's C run is whole
     # blocks, so the move is block copies
     ("acdb", "aBcd16b", (2, 32, 5, 7), "copy"),

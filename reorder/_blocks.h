@@ -1,0 +1,549 @@
+/* Block kernel: conv weights with small spatial dims (oihw <-> OIhw16i16o, OIhw4i16o4i, ...).
+ *
+ * One block is R rows x C columns of elements. On the plain side, row r is C contiguous
+ * elements at r * rs (oihw: r = o within the O block, column c = i * h*w + hw within the I
+ * block). On the blocked side the block is R * C contiguous elements; column c goes to
+ * "scratch row" q[c], and scratch rows come in groups of il that interleave with r:
+ *     blocked offset of (r, c) = (q[c] / il) * (R * il) + r * il + q[c] % il
+ * (OIhw16i16o: il = 1, q[c] = hw * 16 + i; OIhw4i16o4i: il = 4, q = (hw * 4 + i / 4) * 4 + i % 4).
+ *
+ * A block moves in two stages through a scratch T (C rows of R elements, in L1):
+ *   plain -> blocked: (1) register transposes of R x W tiles of the plain rows into T,
+ *                     each column to its row q[c]; (2) the groups of il rows of T interleaved
+ *                     into the blocked block (il = 1: T *is* the blocked block).
+ *   blocked -> plain: (1) the blocked block de-interleaved into T (il = 1: T is the source
+ *                     block itself); (2) register transposes of W x R tiles of T into the
+ *                     plain rows.
+ * Only rows r < rv and columns c < cv hold data. Plain -> blocked writes zeros for the rest
+ * (destination padding) in the same pass; blocked -> plain skips them.
+ *
+ * Streaming (nt): the destination is first built in a second scratch and then copied out
+ * with non-temporal stores of whole 64-byte lines (the caller issues the sfence).
+ *
+ * simd = 1 takes the AVX2 paths where the shape has them (R a multiple of 8 or 16, il 1 or
+ * 4); everything else, and simd = 0, runs portable loops that write the same bytes.
+ */
+#ifndef REORDER_BLOCKS_H
+#define REORDER_BLOCKS_H
+#include <stdint.h>
+#include <string.h>
+#include "_cpu.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define REORDER_BLK_X86 1
+#include <immintrin.h>
+#else
+#define REORDER_BLK_X86 0
+#endif
+
+/* Largest block (bytes) the scratch holds; bigger blocks are left to the transpose kernel. */
+#define BLK_MAX_BYTES (32 * 1024)
+
+typedef struct {
+    int64_t R, C, il;       /* rows, columns, interleave width of the blocked side */
+    int64_t rs;             /* plain-side row stride, elements (may be negative) */
+    const int32_t* q;       /* C entries: scratch row of each column */
+    int esize;              /* bytes per element: 1, 2, 4 or 8 */
+} blk_t;
+
+static inline int blk_have_avx2(void) { return reorder_cpu.avx2; }
+
+/* ---- portable loops, one set per element size ------------------------------------------ */
+/* gather: T[q[c]][r] = plain (r, c) for rows [0, R) x columns [c0, C), zeros outside rv x cv;
+ *   rows outer so the plain side is read in order (T is in L1).
+ * scatter: plain (r, c) = T[q[c]][r] for rows [0, rv) x columns [c0, cv).
+ * (de)interleave: groups of il rows of T (each R elements) <-> blocked order [r][il]. */
+#define REORDER_BLK_SCALAR(W, SFX)                                                          \
+static void blk_gather_##SFX(const blk_t* b, const char* rows_, char* T_, int64_t rv,     \
+                             int64_t cv, int64_t c0) {                                    \
+    const W* rows = (const W*)rows_;                                                      \
+    W* T = (W*)T_;                                                                        \
+    const int64_t R = b->R, C = b->C;                                                     \
+    const int32_t* q = b->q;                                                              \
+    for (int64_t r = 0; r < R; r++) {                                                     \
+        const W* s = rows + r * b->rs;                                                    \
+        if (r < rv)                                                                       \
+            for (int64_t c = c0; c < cv; c++) T[(int64_t)q[c] * R + r] = s[c];            \
+        else                                                                              \
+            for (int64_t c = c0; c < cv; c++) T[(int64_t)q[c] * R + r] = 0;               \
+    }                                                                                     \
+    for (int64_t c = cv > c0 ? cv : c0; c < C; c++)                                       \
+        memset(T + (int64_t)q[c] * R, 0, R * sizeof(W));                                  \
+}                                                                                         \
+static void blk_scatter_##SFX(const blk_t* b, const char* T_, char* rows_, int64_t ros,   \
+                              int64_t rv, int64_t cv, int64_t c0) {                       \
+    const W* T = (const W*)T_;                                                            \
+    W* rows = (W*)rows_;                                                                  \
+    const int64_t R = b->R;                                                               \
+    const int32_t* q = b->q;                                                              \
+    for (int64_t r = 0; r < rv; r++) {                                                    \
+        W* d = rows + r * ros;                                                            \
+        for (int64_t c = c0; c < cv; c++) d[c] = T[(int64_t)q[c] * R + r];                \
+    }                                                                                     \
+}                                                                                         \
+static void blk_interleave_##SFX(const blk_t* b, const char* T_, char* out_) {            \
+    const W* T = (const W*)T_;                                                            \
+    W* out = (W*)out_;                                                                    \
+    const int64_t R = b->R, il = b->il, n = R * b->C;                                     \
+    for (int64_t g = 0; g < n; g += il * R)                                               \
+        for (int64_t j = 0; j < il; j++)                                                  \
+            for (int64_t r = 0; r < R; r++) out[g + r * il + j] = T[g + j * R + r];       \
+}                                                                                         \
+static void blk_deinterleave_##SFX(const blk_t* b, const char* in_, char* T_) {           \
+    const W* in = (const W*)in_;                                                          \
+    W* T = (W*)T_;                                                                        \
+    const int64_t R = b->R, il = b->il, n = R * b->C;                                     \
+    for (int64_t g = 0; g < n; g += il * R)                                               \
+        for (int64_t j = 0; j < il; j++)                                                  \
+            for (int64_t r = 0; r < R; r++) T[g + j * R + r] = in[g + r * il + j];        \
+}
+REORDER_BLK_SCALAR(uint8_t, u8)
+REORDER_BLK_SCALAR(uint16_t, u16)
+REORDER_BLK_SCALAR(uint32_t, u32)
+REORDER_BLK_SCALAR(uint64_t, u64)
+
+#define REORDER_BLK_BY_SIZE(e, CALL)                                                        \
+    switch (e) {                                                                          \
+    case 1: CALL(u8); break;                                                              \
+    case 2: CALL(u16); break;                                                             \
+    case 4: CALL(u32); break;                                                             \
+    default: CALL(u64); break;                                                            \
+    }
+
+static void blk_gather_scalar(const blk_t* b, const char* rows, char* T, int64_t rv, int64_t cv,
+                              int64_t c0) {
+#define BLK_CALL(S) blk_gather_##S(b, rows, T, rv, cv, c0)
+    REORDER_BLK_BY_SIZE(b->esize, BLK_CALL)
+#undef BLK_CALL
+}
+
+static void blk_scatter_scalar(const blk_t* b, const char* T, char* rows, int64_t ros,
+                               int64_t rv, int64_t cv, int64_t c0) {
+#define BLK_CALL(S) blk_scatter_##S(b, T, rows, ros, rv, cv, c0)
+    REORDER_BLK_BY_SIZE(b->esize, BLK_CALL)
+#undef BLK_CALL
+}
+
+static void blk_interleave_scalar(const blk_t* b, const char* T, char* out) {
+#define BLK_CALL(S) blk_interleave_##S(b, T, out)
+    REORDER_BLK_BY_SIZE(b->esize, BLK_CALL)
+#undef BLK_CALL
+}
+
+static void blk_deinterleave_scalar(const blk_t* b, const char* in, char* T) {
+#define BLK_CALL(S) blk_deinterleave_##S(b, in, T)
+    REORDER_BLK_BY_SIZE(b->esize, BLK_CALL)
+#undef BLK_CALL
+}
+
+/* n bytes; whole aligned 64-byte lines with non-temporal stores when nt. */
+static void blk_copy_out(char* d, const char* s, int64_t n, int nt, int simd);
+
+#if REORDER_BLK_X86
+/* ---- AVX2 register transposes ---------------------------------------------------------- */
+/* 8x8 of 32-bit elements: r[i] = row i; on return r[j] = column j. */
+__attribute__((target("avx2")))
+static inline void blk_tr8x8_d(__m256i r[8]) {
+    __m256 t[8], u[8];
+    for (int k = 0; k < 4; k++) {
+        t[2 * k] = _mm256_unpacklo_ps(_mm256_castsi256_ps(r[2 * k]), _mm256_castsi256_ps(r[2 * k + 1]));
+        t[2 * k + 1] = _mm256_unpackhi_ps(_mm256_castsi256_ps(r[2 * k]), _mm256_castsi256_ps(r[2 * k + 1]));
+    }
+    for (int g = 0; g < 2; g++) {
+        u[4 * g + 0] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+        u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+    }
+    for (int k = 0; k < 4; k++) {
+        r[k] = _mm256_castps_si256(_mm256_permute2f128_ps(u[k], u[4 + k], 0x20));
+        r[4 + k] = _mm256_castps_si256(_mm256_permute2f128_ps(u[k], u[4 + k], 0x31));
+    }
+}
+
+/* In each 128-bit lane, 8x8 of 16-bit words: r[i] = row i; on return r[j] = column j. */
+__attribute__((target("avx2")))
+static inline void blk_tr8x8_w_lanes(__m256i r[8]) {
+    __m256i t[8];
+    for (int k = 0; k < 4; k++) {
+        t[2 * k] = _mm256_unpacklo_epi16(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm256_unpackhi_epi16(r[2 * k], r[2 * k + 1]);
+    }
+    for (int g = 0; g < 2; g++) {
+        r[4 * g + 0] = _mm256_unpacklo_epi32(t[4 * g], t[4 * g + 2]);
+        r[4 * g + 1] = _mm256_unpackhi_epi32(t[4 * g], t[4 * g + 2]);
+        r[4 * g + 2] = _mm256_unpacklo_epi32(t[4 * g + 1], t[4 * g + 3]);
+        r[4 * g + 3] = _mm256_unpackhi_epi32(t[4 * g + 1], t[4 * g + 3]);
+    }
+    for (int m = 0; m < 4; m++) {
+        t[2 * m] = _mm256_unpacklo_epi64(r[m], r[4 + m]);
+        t[2 * m + 1] = _mm256_unpackhi_epi64(r[m], r[4 + m]);
+    }
+    for (int c = 0; c < 8; c++) r[c] = t[c];
+}
+
+/* In each 128-bit lane, 16x16 bytes: r[i] = row i; on return r[j] = column j. */
+__attribute__((target("avx2")))
+static inline void blk_tr16x16_b_lanes(__m256i r[16]) {
+    __m256i t[16];
+    for (int k = 0; k < 8; k++) {
+        t[2 * k] = _mm256_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm256_unpackhi_epi8(r[2 * k], r[2 * k + 1]);
+    }
+    for (int g = 0; g < 4; g++) {
+        r[4 * g + 0] = _mm256_unpacklo_epi16(t[4 * g], t[4 * g + 2]);
+        r[4 * g + 1] = _mm256_unpackhi_epi16(t[4 * g], t[4 * g + 2]);
+        r[4 * g + 2] = _mm256_unpacklo_epi16(t[4 * g + 1], t[4 * g + 3]);
+        r[4 * g + 3] = _mm256_unpackhi_epi16(t[4 * g + 1], t[4 * g + 3]);
+    }
+    for (int h = 0; h < 2; h++)
+        for (int m = 0; m < 4; m++) {
+            t[8 * h + 2 * m] = _mm256_unpacklo_epi32(r[8 * h + m], r[8 * h + 4 + m]);
+            t[8 * h + 2 * m + 1] = _mm256_unpackhi_epi32(r[8 * h + m], r[8 * h + 4 + m]);
+        }
+    /* t[8h + c]: columns c-pairs ... of rows 8h..8h+7; combine the two row halves */
+    for (int c = 0; c < 8; c++) {
+        r[2 * c] = _mm256_unpacklo_epi64(t[c], t[8 + c]);
+        r[2 * c + 1] = _mm256_unpackhi_epi64(t[c], t[8 + c]);
+    }
+}
+
+/* Stage 1, plain -> blocked, AVX2: full tiles of valid columns; returns the first column
+ * left for the portable loop. */
+__attribute__((target("avx2")))
+static int64_t blk_gather_avx2(const blk_t* b, const char* rows, char* T, int64_t rv, int64_t cv) {
+    const int64_t R = b->R, rs = b->rs;
+    const int32_t* q = b->q;
+    int64_t c0 = 0;
+    if (b->esize == 4 && R % 8 == 0) {
+        const uint32_t* s = (const uint32_t*)rows;
+        uint32_t* t = (uint32_t*)T;
+        __m256i v[8];
+        for (; c0 + 8 <= cv; c0 += 8)
+            for (int64_t g = 0; g < R; g += 8) {
+                for (int i = 0; i < 8; i++)
+                    v[i] = g + i < rv ? _mm256_loadu_si256((const __m256i*)(s + (g + i) * rs + c0))
+                                      : _mm256_setzero_si256();
+                blk_tr8x8_d(v);
+                for (int j = 0; j < 8; j++)
+                    _mm256_storeu_si256((__m256i*)(t + (int64_t)q[c0 + j] * R + g), v[j]);
+            }
+    } else if (b->esize == 2 && R % 16 == 0) {
+        const uint16_t* s = (const uint16_t*)rows;
+        uint16_t* t = (uint16_t*)T;
+        __m256i v[8];
+        const __m128i z = _mm_setzero_si128();
+        for (; c0 + 8 <= cv; c0 += 8)
+            for (int64_t g = 0; g < R; g += 16) {
+                for (int i = 0; i < 8; i++) {
+                    __m128i lo = g + i < rv ? _mm_loadu_si128((const __m128i*)(s + (g + i) * rs + c0)) : z;
+                    __m128i hi = g + 8 + i < rv ? _mm_loadu_si128((const __m128i*)(s + (g + 8 + i) * rs + c0)) : z;
+                    v[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+                }
+                blk_tr8x8_w_lanes(v);
+                for (int j = 0; j < 8; j++)
+                    _mm256_storeu_si256((__m256i*)(t + (int64_t)q[c0 + j] * R + g), v[j]);
+            }
+    } else if (b->esize == 1 && R % 16 == 0) {
+        const uint8_t* s = (const uint8_t*)rows;
+        uint8_t* t = (uint8_t*)T;
+        __m256i v[16];
+        for (; c0 + 32 <= cv; c0 += 32)
+            for (int64_t g = 0; g < R; g += 16) {
+                for (int i = 0; i < 16; i++)
+                    v[i] = g + i < rv ? _mm256_loadu_si256((const __m256i*)(s + (g + i) * rs + c0))
+                                      : _mm256_setzero_si256();
+                blk_tr16x16_b_lanes(v);
+                for (int j = 0; j < 16; j++) {
+                    _mm_storeu_si128((__m128i*)(t + (int64_t)q[c0 + j] * R + g), _mm256_castsi256_si128(v[j]));
+                    _mm_storeu_si128((__m128i*)(t + (int64_t)q[c0 + 16 + j] * R + g),
+                                     _mm256_extracti128_si256(v[j], 1));
+                }
+            }
+        for (; c0 + 16 <= cv; c0 += 16)
+            for (int64_t g = 0; g < R; g += 16) {
+                for (int i = 0; i < 16; i++)
+                    v[i] = g + i < rv ? _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(s + (g + i) * rs + c0)))
+                                      : _mm256_setzero_si256();
+                blk_tr16x16_b_lanes(v);
+                for (int j = 0; j < 16; j++)
+                    _mm_storeu_si128((__m128i*)(t + (int64_t)q[c0 + j] * R + g), _mm256_castsi256_si128(v[j]));
+            }
+    }
+    return c0;
+}
+
+/* Stage 2, blocked -> plain, AVX2: plain rows [0, rv) x full tiles of columns [0, cv) from
+ * T, rows at stride ros; returns the first column left for the portable loop. */
+__attribute__((target("avx2")))
+static int64_t blk_scatter_avx2(const blk_t* b, const char* T, char* rows, int64_t ros,
+                                int64_t rv, int64_t cv) {
+    const int64_t R = b->R;
+    const int32_t* q = b->q;
+    int64_t c0 = 0;
+    if (b->esize == 4 && R % 8 == 0) {
+        const uint32_t* t = (const uint32_t*)T;
+        uint32_t* d = (uint32_t*)rows;
+        __m256i v[8];
+        for (; c0 + 8 <= cv; c0 += 8)
+            for (int64_t g = 0; g < rv; g += 8) {
+                for (int i = 0; i < 8; i++)
+                    v[i] = _mm256_loadu_si256((const __m256i*)(t + (int64_t)q[c0 + i] * R + g));
+                blk_tr8x8_d(v);
+                for (int j = 0; j < 8 && g + j < rv; j++)
+                    _mm256_storeu_si256((__m256i*)(d + (g + j) * ros + c0), v[j]);
+            }
+    } else if (b->esize == 2 && R % 16 == 0) {
+        const uint16_t* t = (const uint16_t*)T;
+        uint16_t* d = (uint16_t*)rows;
+        __m256i v[8];
+        for (; c0 + 8 <= cv; c0 += 8)
+            for (int64_t g = 0; g < rv; g += 16) {
+                for (int i = 0; i < 8; i++)
+                    v[i] = _mm256_loadu_si256((const __m256i*)(t + (int64_t)q[c0 + i] * R + g));
+                blk_tr8x8_w_lanes(v);
+                for (int j = 0; j < 8; j++) {
+                    if (g + j < rv)
+                        _mm_storeu_si128((__m128i*)(d + (g + j) * ros + c0), _mm256_castsi256_si128(v[j]));
+                    if (g + 8 + j < rv)
+                        _mm_storeu_si128((__m128i*)(d + (g + 8 + j) * ros + c0), _mm256_extracti128_si256(v[j], 1));
+                }
+            }
+    } else if (b->esize == 1 && R % 16 == 0) {
+        const uint8_t* t = (const uint8_t*)T;
+        uint8_t* d = (uint8_t*)rows;
+        __m256i v[16];
+        for (; c0 + 32 <= cv; c0 += 32)
+            for (int64_t g = 0; g < rv; g += 16) {
+                for (int i = 0; i < 16; i++)
+                    v[i] = _mm256_loadu2_m128i((const __m128i*)(t + (int64_t)q[c0 + 16 + i] * R + g),
+                                               (const __m128i*)(t + (int64_t)q[c0 + i] * R + g));
+                blk_tr16x16_b_lanes(v);
+                for (int j = 0; j < 16 && g + j < rv; j++)
+                    _mm256_storeu_si256((__m256i*)(d + (g + j) * ros + c0), v[j]);
+            }
+        for (; c0 + 16 <= cv; c0 += 16)
+            for (int64_t g = 0; g < rv; g += 16) {
+                for (int i = 0; i < 16; i++)
+                    v[i] = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(t + (int64_t)q[c0 + i] * R + g)));
+                blk_tr16x16_b_lanes(v);
+                for (int j = 0; j < 16 && g + j < rv; j++)
+                    _mm_storeu_si128((__m128i*)(d + (g + j) * ros + c0), _mm256_castsi256_si128(v[j]));
+            }
+    }
+    return c0;
+}
+
+/* il = 4: 32-bit units (an f32, a pair of words, a quad of bytes) per (r-unit, j); the
+ * byte-shuffles turn 16 bytes of [r-unit][j] into [j][r-unit] within each unit group. */
+__attribute__((target("avx2")))
+static inline __m256i blk_fix(__m256i v, int e, int to_blocked) {
+    if (e == 2)
+        return _mm256_shuffle_epi8(v, to_blocked
+            ? _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+                               0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15)
+            : _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,
+                               0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15));
+    if (e == 1)
+        return _mm256_shuffle_epi8(v, _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                                                       0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    return v;
+}
+
+/* In each lane, 4x4 of 32-bit units. */
+__attribute__((target("avx2")))
+static inline void blk_tr4x4_d_lanes(__m256i x[4]) {
+    __m256i t0 = _mm256_unpacklo_epi32(x[0], x[1]), t1 = _mm256_unpackhi_epi32(x[0], x[1]);
+    __m256i t2 = _mm256_unpacklo_epi32(x[2], x[3]), t3 = _mm256_unpackhi_epi32(x[2], x[3]);
+    x[0] = _mm256_unpacklo_epi64(t0, t2);
+    x[1] = _mm256_unpackhi_epi64(t0, t2);
+    x[2] = _mm256_unpacklo_epi64(t1, t3);
+    x[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+/* R * esize a multiple of 32 (else returns 0 and the portable loop runs). */
+__attribute__((target("avx2")))
+static int blk_interleave4_avx2(const blk_t* b, const char* T, char* out) {
+    const int64_t row = b->R * b->esize, groups = b->C / 4;
+    if (row % 32) return 0;
+    for (int64_t g = 0; g < groups; g++) {
+        const char* t = T + g * 4 * row;
+        char* o = out + g * 4 * row;
+        for (int64_t k = 0; k < row; k += 32) {
+            __m256i x[4];
+            for (int j = 0; j < 4; j++) x[j] = _mm256_loadu_si256((const __m256i*)(t + j * row + k));
+            blk_tr4x4_d_lanes(x);   /* x[m]: unit m | unit m+4, each as [j][r-unit] */
+            __m256i o0 = _mm256_permute2x128_si256(x[0], x[1], 0x20);
+            __m256i o1 = _mm256_permute2x128_si256(x[2], x[3], 0x20);
+            __m256i o2 = _mm256_permute2x128_si256(x[0], x[1], 0x31);
+            __m256i o3 = _mm256_permute2x128_si256(x[2], x[3], 0x31);
+            _mm256_storeu_si256((__m256i*)(o + 4 * k), blk_fix(o0, b->esize, 1));
+            _mm256_storeu_si256((__m256i*)(o + 4 * k + 32), blk_fix(o1, b->esize, 1));
+            _mm256_storeu_si256((__m256i*)(o + 4 * k + 64), blk_fix(o2, b->esize, 1));
+            _mm256_storeu_si256((__m256i*)(o + 4 * k + 96), blk_fix(o3, b->esize, 1));
+        }
+    }
+    return 1;
+}
+
+__attribute__((target("avx2")))
+static int blk_deinterleave4_avx2(const blk_t* b, const char* in, char* T) {
+    const int64_t row = b->R * b->esize, groups = b->C / 4;
+    if (row % 32) return 0;
+    for (int64_t g = 0; g < groups; g++) {
+        const char* s = in + g * 4 * row;
+        char* t = T + g * 4 * row;
+        for (int64_t k = 0; k < row; k += 32) {
+            __m256i v[4], x[4];
+            for (int m = 0; m < 4; m++)
+                v[m] = blk_fix(_mm256_loadu_si256((const __m256i*)(s + 4 * k + 32 * m)), b->esize, 0);
+            x[0] = _mm256_permute2x128_si256(v[0], v[2], 0x20);
+            x[1] = _mm256_permute2x128_si256(v[0], v[2], 0x31);
+            x[2] = _mm256_permute2x128_si256(v[1], v[3], 0x20);
+            x[3] = _mm256_permute2x128_si256(v[1], v[3], 0x31);
+            blk_tr4x4_d_lanes(x);
+            for (int j = 0; j < 4; j++) _mm256_storeu_si256((__m256i*)(t + j * row + k), x[j]);
+        }
+    }
+    return 1;
+}
+
+/* The same with 16-byte rows (16 bytes of R = 16). */
+__attribute__((target("avx2")))
+static int blk_interleave4_sse(const blk_t* b, const char* T, char* out) {
+    const int64_t row = b->R * b->esize, groups = b->C / 4;
+    if (row != 16 || b->esize != 1) return 0;
+    const __m128i fix = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    for (int64_t g = 0; g < groups; g++) {
+        const char* t = T + g * 64;
+        char* o = out + g * 64;
+        __m128i a0 = _mm_loadu_si128((const __m128i*)t), a1 = _mm_loadu_si128((const __m128i*)(t + 16));
+        __m128i a2 = _mm_loadu_si128((const __m128i*)(t + 32)), a3 = _mm_loadu_si128((const __m128i*)(t + 48));
+        __m128i t0 = _mm_unpacklo_epi32(a0, a1), t1 = _mm_unpackhi_epi32(a0, a1);
+        __m128i t2 = _mm_unpacklo_epi32(a2, a3), t3 = _mm_unpackhi_epi32(a2, a3);
+        _mm_storeu_si128((__m128i*)o, _mm_shuffle_epi8(_mm_unpacklo_epi64(t0, t2), fix));
+        _mm_storeu_si128((__m128i*)(o + 16), _mm_shuffle_epi8(_mm_unpackhi_epi64(t0, t2), fix));
+        _mm_storeu_si128((__m128i*)(o + 32), _mm_shuffle_epi8(_mm_unpacklo_epi64(t1, t3), fix));
+        _mm_storeu_si128((__m128i*)(o + 48), _mm_shuffle_epi8(_mm_unpackhi_epi64(t1, t3), fix));
+    }
+    return 1;
+}
+
+__attribute__((target("avx2")))
+static int blk_deinterleave4_sse(const blk_t* b, const char* in, char* T) {
+    const int64_t row = b->R * b->esize, groups = b->C / 4;
+    if (row != 16 || b->esize != 1) return 0;
+    const __m128i fix = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    for (int64_t g = 0; g < groups; g++) {
+        const char* s = in + g * 64;
+        char* t = T + g * 64;
+        __m128i a0 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i*)s), fix);
+        __m128i a1 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i*)(s + 16)), fix);
+        __m128i a2 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i*)(s + 32)), fix);
+        __m128i a3 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i*)(s + 48)), fix);
+        __m128i t0 = _mm_unpacklo_epi32(a0, a1), t1 = _mm_unpackhi_epi32(a0, a1);
+        __m128i t2 = _mm_unpacklo_epi32(a2, a3), t3 = _mm_unpackhi_epi32(a2, a3);
+        _mm_storeu_si128((__m128i*)t, _mm_unpacklo_epi64(t0, t2));
+        _mm_storeu_si128((__m128i*)(t + 16), _mm_unpackhi_epi64(t0, t2));
+        _mm_storeu_si128((__m128i*)(t + 32), _mm_unpacklo_epi64(t1, t3));
+        _mm_storeu_si128((__m128i*)(t + 48), _mm_unpackhi_epi64(t1, t3));
+    }
+    return 1;
+}
+
+__attribute__((target("avx2")))
+static void blk_stream_avx2(char* d, const char* s, int64_t n) {
+    int64_t head = (64 - ((uintptr_t)d & 63)) & 63;
+    if (head > n) head = n;
+    memcpy(d, s, head);
+    int64_t k = head;
+    for (; k + 64 <= n; k += 64) {
+        __m256i a = _mm256_loadu_si256((const __m256i*)(s + k));
+        __m256i c = _mm256_loadu_si256((const __m256i*)(s + k + 32));
+        _mm256_stream_si256((__m256i*)(d + k), a);
+        _mm256_stream_si256((__m256i*)(d + k + 32), c);
+    }
+    memcpy(d + k, s + k, n - k);
+}
+#endif
+
+static void blk_copy_out(char* d, const char* s, int64_t n, int nt, int simd) {
+#if REORDER_BLK_X86
+    if (nt && simd) {
+        blk_stream_avx2(d, s, n);
+        return;
+    }
+#endif
+    (void)nt;
+    (void)simd;
+    memcpy(d, s, n);
+}
+
+static inline void blk_interleave(const blk_t* b, const char* T, char* out, int simd) {
+#if REORDER_BLK_X86
+    if (simd && b->il == 4 && b->esize <= 4 && (blk_interleave4_avx2(b, T, out) || blk_interleave4_sse(b, T, out)))
+        return;
+#endif
+    (void)simd;
+    blk_interleave_scalar(b, T, out);
+}
+
+static inline void blk_deinterleave(const blk_t* b, const char* in, char* T, int simd) {
+#if REORDER_BLK_X86
+    if (simd && b->il == 4 && b->esize <= 4 && (blk_deinterleave4_avx2(b, in, T) || blk_deinterleave4_sse(b, in, T)))
+        return;
+#endif
+    (void)simd;
+    blk_deinterleave_scalar(b, in, T);
+}
+
+/* One block, plain -> blocked. rows: plain row 0 of the block; dst: the blocked block.
+ * T, T2: scratch of BLK_MAX_BYTES each (the caller's stack), 64-byte aligned. */
+static void blk_to_blocked(const blk_t* b, const char* rows, char* dst, int64_t rv, int64_t cv,
+                           char* T, char* T2, int nt, int simd) {
+    const int64_t n = b->R * b->C * b->esize;
+    /* il = 1 and cached stores: the scratch is the destination block itself */
+    char* t = (b->il == 1 && !nt) ? dst : T;
+    int64_t c0 = 0;
+    if (rv <= 0) {
+        memset(dst, 0, n);
+        return;
+    }
+#if REORDER_BLK_X86
+    if (simd) c0 = blk_gather_avx2(b, rows, t, rv, cv);
+#endif
+    blk_gather_scalar(b, rows, t, rv, cv, c0);
+    if (b->il == 1) {
+        if (nt) blk_copy_out(dst, T, n, 1, simd);
+    } else if (nt) {
+        blk_interleave(b, T, T2, simd);
+        blk_copy_out(dst, T2, n, 1, simd);
+    } else {
+        blk_interleave(b, T, dst, simd);
+    }
+}
+
+/* One block, blocked -> plain. src: the blocked block; rows: plain row 0 of the block. */
+static void blk_to_plain(const blk_t* b, const char* src, char* rows, int64_t rv, int64_t cv,
+                         char* T, char* T2, int nt, int simd) {
+    const int e = b->esize;
+    const char* t = src;
+    if (rv <= 0 || cv <= 0) return;
+    if (b->il != 1) {
+        blk_deinterleave(b, src, T, simd);
+        t = T;
+    }
+    char* out = nt ? T2 : rows;
+    int64_t ros = nt ? b->C : b->rs;
+    int64_t c0 = 0;
+#if REORDER_BLK_X86
+    if (simd) c0 = blk_scatter_avx2(b, t, out, ros, rv, cv);
+#endif
+    blk_scatter_scalar(b, t, out, ros, rv, cv, c0);
+    /* streamed: the plain rows were built whole in T2 and leave as contiguous runs */
+    if (nt)
+        for (int64_t r = 0; r < rv; r++)
+            blk_copy_out(rows + r * b->rs * e, T2 + r * b->C * e, cv * e, 1, simd);
+}
+
+#endif

@@ -1,0 +1,184 @@
+"""The block kernel (conv weights blocked in two dims: OIhw16i16o, OIhw4i16o4i, ...): every
+element size, both directions, against the independent reference bit for bit (padding
+included), on the AVX2 and portable paths, streaming forced on and off, 1-3 threads, and the
+plan must pick the kernel where it is meant to run, so a planner change cannot bypass it."""
+import numpy as np
+import pytest
+
+import reorder as ro
+from reorder import _kernels
+from reorder.plan_cache import cached_plan
+
+from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
+
+# f64: 8-byte elements take the portable interleave even on the AVX2 path
+DTYPES = ["f32", "bf16", "f16", "s8", "u8", "f64"]
+_STORAGE = {"f64": np.float64, "f32": np.float32, "bf16": np.uint16, "f16": np.float16, "s8": np.int8, "u8": np.uint8}
+
+# the tests' own names for the abstract tags the reference understands
+ABSTRACT = {"oihw": "abcd", "OIhw16i16o": "ABcd16b16a", "OIhw4i16o4i": "ABcd4b16a4b",
+            "OIhw8i8o": "ABcd8b8a", "IOhw16o16i": "BAcd16a16b", "OIhw16o16i": "ABcd16a16b",
+            "goihw": "abcde", "gOIhw16i16o": "aBCde16c16b", "ABcd4b32a4b": "ABcd4b32a4b"}
+# ABcd4b32a4b: 32-byte s8 rows, the 256-bit interleave of bytes
+BLOCKED = ["OIhw16i16o", "OIhw4i16o4i", "OIhw8i8o", "IOhw16o16i", "ABcd4b32a4b"]
+
+# O x I x H x W: O and I below, at and above a block, padded on either or both; 1x1, 3x3,
+# 5x5 and 7x1 spatial dims; the benchmarks' padded weights; zero-size O
+DIMS = [(1, 1, 1, 1), (3, 15, 3, 3), (16, 16, 3, 3), (17, 33, 5, 5), (33, 17, 7, 1),
+        (15, 3, 1, 1), (200, 120, 3, 3), (0, 16, 3, 3)]
+
+
+@pytest.fixture(params=["avx2", False], ids=["avx2", "portable"])
+def simd(request):
+    if request.param and request.param not in _kernels.simd_paths():
+        pytest.skip(f"this CPU has no {request.param}")
+    _kernels.set_simd(request.param)
+    yield request.param
+    _kernels.set_simd(True)
+
+
+def _random(dims, dtype, rng):
+    st = _STORAGE[dtype]
+    if st in (np.float64, np.float32, np.float16):
+        return rng.standard_normal(dims).astype(st)
+    return rng.integers(0, 1 << (8 * np.dtype(st).itemsize), dims, dtype=np.uint64).astype(st)
+
+
+BLOCK_ELEMS = {"OIhw16i16o": 256, "OIhw4i16o4i": 256, "OIhw8i8o": 64, "IOhw16o16i": 256,
+               "ABcd4b32a4b": 512, "gOIhw16i16o": 256}
+
+
+def _meant_for_blocks(dims, blocked, dtype):
+    """Blocks of at least 2 rows hold something (a size-1 or zero-size dim normalises away
+    the row node or the whole problem), and the block fits the kernel's scratch."""
+    nbytes = BLOCK_ELEMS[blocked] * dims[-2] * dims[-1] * np.dtype(_STORAGE[dtype]).itemsize
+    return 0 not in dims and min(dims[-4], dims[-3]) >= 2 and nbytes <= _kernels.BLOCK_MAX_BYTES
+
+
+def _check(src_tag, dst_tag, dims, dtype, simd, plain_tag="oihw"):
+    rng = np.random.default_rng(sum(dims) + len(dtype))
+    plain = _random(dims, dtype, rng)
+    sabs, dabs = ABSTRACT[src_tag], ABSTRACT[dst_tag]
+    x = ref_from_plain(plain, ABSTRACT[plain_tag], sabs) if src_tag != plain_tag else plain
+    before = x.copy()
+    expected = ref_reorder(x.reshape(-1), dims, sabs, dabs).reshape(ref_physical_shape(dims, dabs))
+    for streaming in (False, True):
+        p = cached_plan(ro.Desc(dims, dtype, src_tag), ro.Desc(dims, dtype, dst_tag),
+                        stream_min_bytes=0 if streaming else 1 << 62)
+        if _meant_for_blocks(dims, dst_tag if src_tag == plain_tag else src_tag, dtype):
+            assert p.kernel == "blocks", p.explain()
+            assert p.runners[0].nt == streaming
+            assert p.runners[0].path == ("portable" if simd is False else "avx2")
+        xs = x.reshape(p.src.physical_shape)
+        for threads in (1, 2, 3):
+            out = np.full(p.dst.physical_shape, 0x5A, np.uint8).view(np.uint8) \
+                .repeat(np.dtype(_STORAGE[dtype]).itemsize).view(_STORAGE[dtype]) \
+                .reshape(p.dst.physical_shape)
+            got = p(xs, out=out, threads=threads)
+            assert got is out
+            assert np.array_equal(uint_view(out), uint_view(expected)), \
+                (streaming, threads, p.explain())
+    assert np.array_equal(uint_view(x), uint_view(before))        # input untouched
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dims", DIMS, ids=["x".join(map(str, d)) for d in DIMS])
+@pytest.mark.parametrize("blocked", BLOCKED)
+@pytest.mark.parametrize("direction", ["to_blocked", "to_plain"])
+def test_weights_match_reference(simd, direction, blocked, dims, dtype):
+    if direction == "to_blocked":
+        _check("oihw", blocked, dims, dtype, simd)
+    else:
+        _check(blocked, "oihw", dims, dtype, simd)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "s8"])
+@pytest.mark.parametrize("dims", [(3, 17, 33, 3, 3), (2, 32, 16, 1, 1)], ids=["3x17x33x3x3", "2x32x16x1x1"])
+@pytest.mark.parametrize("direction", ["to_blocked", "to_plain"])
+def test_grouped_weights(simd, direction, dims, dtype):
+    """goihw <-> gOIhw16i16o: the groups dim is one more outer node."""
+    if direction == "to_blocked":
+        _check("goihw", "gOIhw16i16o", dims, dtype, simd, plain_tag="goihw")
+    else:
+        _check("gOIhw16i16o", "goihw", dims, dtype, simd, plain_tag="goihw")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("view,blocks", [("o_reversed", True), ("offset", True), ("o_step", True),
+                                         ("i_reversed", False)])
+@pytest.mark.parametrize("dst", ["OIhw16i16o", "OIhw4i16o4i"])
+def test_strided_sources(simd, dst, view, blocks, dtype):
+    """Views of an oihw source: a reversed or stepped O axis and an offset start keep each
+    row's I x h x w contiguous, so the block kernel runs them; a reversed I axis does not."""
+    rng = np.random.default_rng(3)
+    big = _random((41, 37, 3, 3), dtype, rng)
+    v = {"o_reversed": big[::-1], "offset": big[2:, 3:], "o_step": big[::2, 1:],
+         "i_reversed": big[:, ::-1]}[view]
+    before = big.copy()
+    kw = {"src_dtype": "bf16"} if dtype == "bf16" else {}
+    p = ro.plan(ro.Desc.of(v, "oihw", dtype=dtype if dtype == "bf16" else None), dst)
+    assert (p.kernel == "blocks") == blocks, p.explain()
+    got = ro.reorder(v, "oihw", dst, **kw)
+    expected = ref_from_plain(np.ascontiguousarray(v), "abcd", ABSTRACT[dst])
+    assert got.shape == expected.shape
+    assert np.array_equal(uint_view(got), uint_view(expected))
+    assert np.array_equal(uint_view(big), uint_view(before))
+
+
+@pytest.mark.parametrize("dtype", DTYPES[:5])
+@pytest.mark.parametrize("src,dst,dims", [
+    ("oihw", "OIhw16i16o", (512, 512, 3, 3)), ("OIhw16i16o", "oihw", (512, 512, 3, 3)),
+    ("oihw", "OIhw4i16o4i", (200, 120, 3, 3)), ("OIhw4i16o4i", "oihw", (200, 120, 3, 3))])
+def test_benchmark_cases_take_the_block_kernel(src, dst, dims, dtype):
+    """The speed-target cases (reorder/bench_cases.py) run on this kernel, on the AVX2 path
+    where the CPU has it."""
+    p = ro.plan(ro.Desc(dims, dtype, src), ro.Desc(dims, dtype, dst))
+    assert p.kernel == "blocks" and len(p.runners) == 1, p.explain()
+    assert "kernel blocks:" in p.explain()
+    if "avx2" in _kernels.simd_paths():
+        assert p.runners[0].path == "avx2"
+
+
+@pytest.mark.parametrize("src,dst,dims", [("nchw", "nChw16c", (2, 48, 7, 7)),
+                                          ("nChw16c", "nchw", (2, 48, 7, 7)),
+                                          ("oihw", "hwio", (64, 32, 3, 3))])
+def test_one_blocked_dim_stays_with_transpose(src, dst, dims):
+    """Activations (one blocked dim) and plain weight moves keep the transpose kernel."""
+    p = ro.plan(ro.Desc(dims, "f32", src), ro.Desc(dims, "f32", dst))
+    assert p.kernel == "transpose", p.explain()
+
+
+def test_blocks_too_big_for_the_scratch_fall_back():
+    """A 16 x 16 x 11 x 11 f32 block (61 KiB) exceeds the scratch: the transpose kernel runs
+    it, still exact."""
+    dims = (32, 32, 11, 11)
+    p = ro.plan(ro.Desc(dims, "f32", "oihw"), ro.Desc(dims, "f32", "OIhw16i16o"))
+    assert p.kernel == "transpose", p.explain()
+    x = np.random.default_rng(0).standard_normal(dims).astype(np.float32)
+    assert np.array_equal(p(x), ref_from_plain(x, "abcd", "ABcd16b16a"))
+
+
+def test_runner_rejects_bad_shapes():
+    nodes = np.array([[2, 16, 16, -1, 1]], np.int64)
+    checked = np.zeros((0, 3), np.int64)
+    q = np.arange(16, dtype=np.int32)
+    ok = np.array([16, 16, 1, 16, 1, -1, 1, -1, 1], np.int64)
+    _kernels.Blocks(4, nodes, checked, q, ok, False)
+    with pytest.raises(ValueError, match="element size"):
+        _kernels.Blocks(3, nodes, checked, q, ok, False)
+    with pytest.raises(ValueError, match="bad block"):
+        _kernels.Blocks(4, nodes, checked, q, np.array([16, 16, 3, 16, 1, -1, 1, -1, 1], np.int64), False)
+    with pytest.raises(ValueError, match="bad block"):
+        _kernels.Blocks(4, nodes, checked, q, np.array([512, 512, 1, 512, 1, -1, 1, -1, 1], np.int64), False)
+    with pytest.raises(ValueError, match="outside"):
+        _kernels.Blocks(4, nodes, checked, q * 2, ok, False)
+
+
+def test_padding_of_an_outer_dim_beside_padded_rows():
+    """A block whose outer coordinate is all padding (a = 1 of 1) is zeros, even though its
+    own row dim (c) is partly valid: abc -> ABC2a2b2c over 1x1x1."""
+    p = ro.plan(ro.Desc((1, 1, 1), "s8", "abc"), ro.Desc((1, 1, 1), "s8", "ABC2a2b2c"))
+    assert p.kernel == "blocks", p.explain()
+    out = np.full(p.dst.physical_shape, 90, np.int8)
+    p(np.array([[[7]]], np.int8), out=out)
+    assert out.ravel().tolist() == [7, 0, 0, 0, 0, 0, 0, 0]

@@ -85,7 +85,8 @@ directives = dict(language_level=3, boundscheck=debug, wraparound=debug, initial
 # and never -ffast-math (reorders and rounding must be bit-exact).
 opt = ["/O2"] if os.name == "nt" else ["-O3"]
 # The headers each module includes, so an edit to one rebuilds its module.
-headers = ["reorder/_cpu.h", "reorder/_simd.h", "reorder/_tiles_narrow.h", "reorder/_transpose16.h"]
+headers = ["reorder/_blocks.h", "reorder/_cpu.h", "reorder/_simd.h", "reorder/_tiles_narrow.h",
+           "reorder/_transpose16.h"]
 extensions = [
     Extension("reorder._kernels", ["reorder/_kernels.pyx"], extra_compile_args=list(opt),
               depends=headers),

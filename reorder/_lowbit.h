@@ -132,9 +132,11 @@ static inline int32_t lb_int_code(float v, int code) {
     return (int32_t)lrintf(v);
 }
 
+/* f8 codes see v + 0.0f: oneDNN's reorder adds the dst zero point (0 when none) in f32 before
+ * converting, so -0.0 arrives as +0.0 (every other value, NaN included, is unchanged) */
 static inline uint8_t lb_code(float v, int code) {
-    if (code == LB_E4M3) return lb_e4m3_of_f16(lb_f16_bits(v));
-    if (code == LB_E5M2) return lb_e5m2_of_f16(lb_f16_bits(v));
+    if (code == LB_E4M3) return lb_e4m3_of_f16(lb_f16_bits(v + 0.0f));
+    if (code == LB_E5M2) return lb_e5m2_of_f16(lb_f16_bits(v + 0.0f));
     return (uint8_t)(lb_int_code(v, code) & 0xff);
 }
 
@@ -192,6 +194,7 @@ LB_TGT static inline __attribute__((always_inline)) __m256 lb_v_apply(const lb_q
 /* 8 codes in the low byte of each 32-bit lane (upper bits may be set) */
 LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_code(__m256 v, int code) {
     if (code == LB_E4M3 || code == LB_E5M2) {
+        v = _mm256_add_ps(v, _mm256_setzero_ps());          /* -0.0 -> +0.0, as lb_code */
         __m128i h16 = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         __m256i h = _mm256_cvtepu16_epi32(h16);
         __m256i a = _mm256_and_si256(h, _mm256_set1_epi32(0x7fff));
@@ -458,7 +461,8 @@ static void lb_unpack(const uint8_t* p, uint8_t* out, int64_t n, int is_signed) 
     }
 }
 
-/* codes -> f32: v = scale * (float(code) - zp), in that order and in f32 */
+/* codes -> f32: v = scale * (float(code) - zp) + 0.0f, in that order and in f32 (oneDNN's
+ * reorder ends with + dst zero point, 0: -0.0 comes out as +0.0) */
 static void lb_dequant_row(int code, const uint8_t* c, float* out, int64_t L, const float* sc,
                            const float* zp, const int64_t* colidx, int64_t base) {
     for (int64_t l = 0; l < L; l++) {
@@ -472,7 +476,7 @@ static void lb_dequant_row(int code, const uint8_t* c, float* out, int64_t L, co
         int64_t idx = base + (colidx ? colidx[l] : 0);
         if (zp) v = v - zp[idx];
         if (sc) v = sc[idx] * v;
-        out[l] = v;
+        out[l] = v + 0.0f;
     }
 }
 

@@ -201,3 +201,21 @@ def test_quantize_out(tag):
                 np.zeros((2, q.data.size // 2), np.uint8)):
         with pytest.raises(ro.ReorderError, match="contiguous uint8 buffer"):
             ro.quantize(w, "ab", tag, dtype="s4", group_size=32, out=bad)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("tag,dt", [("BA16a64b4a", "s4"), ("BA8a32b2a", "u4")])
+def test_wide_strips_against_reference(rows, threads, tag, dt):
+    """BA{n}a{m}b{X}a nibble tiles are built a strip of rows at a time, through a staging
+    buffer one run of tiles wide (at most 65536 bytes: 4096 columns for 16-row tiles). 2 x 24
+    x 4200: runs cut at 4096 columns, a right-edge tile cut at 40 columns, strips cut by the
+    end of K (24 = 16 + 8) in each of the two matrices, groups of 8 along K."""
+    dims, G = (2, 24, 4200), 8
+    x = _big(dims, seed=21)
+    sc = np.random.default_rng(22).uniform(0.1, 1, (2, 24 // G, 4200)).astype(np.float32)
+    zp = np.random.default_rng(23).integers(0 if dt == "u4" else -3, 4, sc.shape).astype(np.int8)
+    btag = {"BA16a64b4a": "aCB16b64c4b", "BA8a32b2a": "aCB8b32c2b"}[tag]
+    got = ro.reorder(x, "abc", btag, dtype=dt, dst_scales=sc, dst_zero_point=zp,
+                     dst_groups=(G, 1), threads=threads)
+    want = expected_once(("wide", tag, dt), x, btag, dt, sc, zp, 7, (G, 1))
+    assert np.array_equal(as_bytes(got), want)

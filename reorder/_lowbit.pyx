@@ -128,7 +128,7 @@ def quant_tiles(uintptr_t src, const int64_t[::1] row_off, qbase, str code, inv,
                           bufs + threadid() * Ta * Tb)
 
 
-cdef int64_t STAGE_BYTES = 65536     # per thread: Ta rows of codes, a run of tiles wide (in L2)
+cdef int64_t STAGE_BYTES = 262144     # per thread: Ta rows of codes, a run of tiles wide (in L2)
 
 
 cdef _quant_strips(const lb_q_t* q, const lb_tile_t* T, const int64_t[::1] tile_off,

@@ -132,9 +132,11 @@ static inline int32_t lb_int_code(float v, int code) {
     return (int32_t)lrintf(v);
 }
 
+/* f8 codes see v + 0.0f: oneDNN's reorder adds the dst zero point (0 when none) in f32 before
+ * converting, so -0.0 arrives as +0.0 (every other value, NaN included, is unchanged) */
 static inline uint8_t lb_code(float v, int code) {
-    if (code == LB_E4M3) return lb_e4m3_of_f16(lb_f16_bits(v));
-    if (code == LB_E5M2) return lb_e5m2_of_f16(lb_f16_bits(v));
+    if (code == LB_E4M3) return lb_e4m3_of_f16(lb_f16_bits(v + 0.0f));
+    if (code == LB_E5M2) return lb_e5m2_of_f16(lb_f16_bits(v + 0.0f));
     return (uint8_t)(lb_int_code(v, code) & 0xff);
 }
 
@@ -192,6 +194,7 @@ LB_TGT static inline __attribute__((always_inline)) __m256 lb_v_apply(const lb_q
 /* 8 codes in the low byte of each 32-bit lane (upper bits may be set) */
 LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_code(__m256 v, int code) {
     if (code == LB_E4M3 || code == LB_E5M2) {
+        v = _mm256_add_ps(v, _mm256_setzero_ps());          /* -0.0 -> +0.0, as lb_code */
         __m128i h16 = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         __m256i h = _mm256_cvtepu16_epi32(h16);
         __m256i a = _mm256_and_si256(h, _mm256_set1_epi32(0x7fff));
@@ -251,25 +254,12 @@ LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_codes32(const l
     return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-/* lb_v_codes32 with the scale and zero-point vectors given (x * inv + zp, as lb_v_apply) */
-LB_TGT static inline __attribute__((always_inline)) __m256i
-lb_v_codes32_v(int code, const float* s, const __m256* iv, const __m256* zv, int has_inv, int has_zp) {
-    const __m256i m = _mm256_set1_epi32(0xff);
-    __m256i c[4];
-    for (int k = 0; k < 4; k++) {
-        __m256 x = _mm256_loadu_ps(s + 8 * k);
-        if (has_inv) x = _mm256_mul_ps(x, iv[k]);
-        if (has_zp) x = _mm256_add_ps(x, zv[k]);
-        c[k] = _mm256_and_si256(lb_v_code(x, code), m);
-    }
-    __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));
-    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
 LB_TGT static inline __attribute__((always_inline)) void
 lb_quant_row_avx2_body(const lb_q_t* q0, const float* s0, const float* s1, int64_t b0, int64_t b1,
                        uint8_t* out, int64_t L, int code) {
-    lb_q_t lq = *q0;            /* see lb_quant_tile_fast_body */
+    lb_q_t lq = *q0;            /* a local copy with a constant code: the byte stores below may
+                                 * alias *q0, so without it every vector would reload the fields
+                                 * and re-dispatch on the code */
     const lb_q_t* q = &lq;
     lq.code = code;
     int64_t l = 0;
@@ -344,73 +334,6 @@ typedef struct {
     int fast;                /* X of a BA{Ta}a{Tb}b{X}a tile (2 or 4) with Tb % 32 == 0, packed; else 0 */
 } lb_tile_t;
 
-#if LB_X86
-#ifndef LB_AHEAD
-#define LB_AHEAD 512       /* floats ahead of the current column (2 KB) */
-#endif
-/* A whole BA{Ta}a{Tb}b{X}a tile, nibbles: physical byte (am, b, p) is the pair of rows
- * am * X + 2p and + 1 at column b. Quantized 32 columns at a time straight into place. */
-LB_TGT static inline __attribute__((always_inline)) void
-lb_quant_tile_fast_body(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, int64_t col0,
-                        uint8_t* dst, int code) {
-    /* a local copy with a constant code: the byte stores below may alias *q0, so without it
-     * every vector would reload the fields and re-dispatch on the code */
-    lb_q_t lq = *q0;
-    const lb_q_t* q = &lq;
-    lq.code = code;
-    int64_t Ta = T->Ta, Tb = T->Tb, X = T->fast;
-    const __m256i lo4 = _mm256_set1_epi8(0x0f), hi4 = _mm256_set1_epi8((char)0xf0);
-    for (int64_t am = 0; am < Ta / X; am++) {
-        const float* s[4];
-        int64_t bs[4];
-        for (int64_t x = 0; x < X; x++) {
-            int64_t r = row0 + am * X + x;
-            s[x] = T->src + T->row_off[r] + col0;
-            bs[x] = T->qbase ? T->qbase[r] + col0 * q->colstep : 0;
-        }
-        uint8_t* o = dst + am * Tb * (X / 2);
-        for (int64_t b = 0; b < Tb; b += 32) {
-            /* the rows of a tile are 16 concurrent streams in the source: fetch ahead */
-            for (int64_t x = 0; x < X; x++) {
-                _mm_prefetch((const char*)(s[x] + b + LB_AHEAD), _MM_HINT_T0);
-                _mm_prefetch((const char*)(s[x] + b + LB_AHEAD + 16), _MM_HINT_T0);
-            }
-            __m256i c[4];
-            __m256 iv[4], zv[4];
-            for (int64_t x = 0; x < X; x++) {
-                if (x == 0 || bs[x] != bs[x - 1]) {   /* rows of one group share the vectors */
-                    for (int k = 0; k < 4; k++) {
-                        int64_t at = bs[x] + (q->colstep ? b + 8 * k : 0);
-                        iv[k] = q->inv ? (q->colstep ? _mm256_loadu_ps(q->inv + at) : _mm256_set1_ps(q->inv[at]))
-                                       : _mm256_set1_ps(1.0f);
-                        zv[k] = q->zp ? (q->colstep ? _mm256_loadu_ps(q->zp + at) : _mm256_set1_ps(q->zp[at]))
-                                      : _mm256_setzero_ps();
-                    }
-                }
-                c[x] = lb_v_codes32_v(code, s[x] + b, iv, zv, q->inv != NULL, q->zp != NULL);
-            }
-            __m256i p0 = _mm256_or_si256(_mm256_and_si256(c[0], lo4),
-                                         _mm256_and_si256(_mm256_slli_epi16(c[1], 4), hi4));
-            if (X == 2) {
-                _mm256_storeu_si256((__m256i*)(o + b), p0);
-                continue;
-            }
-            __m256i p1 = _mm256_or_si256(_mm256_and_si256(c[2], lo4),
-                                         _mm256_and_si256(_mm256_slli_epi16(c[3], 4), hi4));
-            __m256i u = _mm256_unpacklo_epi8(p0, p1), v = _mm256_unpackhi_epi8(p0, p1);
-            _mm256_storeu_si256((__m256i*)(o + 2 * b), _mm256_permute2x128_si256(u, v, 0x20));
-            _mm256_storeu_si256((__m256i*)(o + 2 * b + 32), _mm256_permute2x128_si256(u, v, 0x31));
-        }
-    }
-}
-
-LB_TGT static void lb_quant_tile_fast(const lb_q_t* q, const lb_tile_t* T, int64_t row0,
-                                      int64_t col0, uint8_t* dst) {
-    if (q->code == LB_S4) lb_quant_tile_fast_body(q, T, row0, col0, dst, LB_S4);
-    else lb_quant_tile_fast_body(q, T, row0, col0, dst, LB_U4);
-}
-#endif
-
 static void lb_quant_tile(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, int64_t col0,
                           uint8_t* dst, uint8_t* buf) {
     lb_q_t q = *q0;
@@ -418,12 +341,6 @@ static void lb_quant_tile(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, in
     int64_t nrows = T->K - row0 % T->K, ncols = T->N - col0;
     if (nrows > Ta) nrows = Ta;
     if (ncols > Tb) ncols = Tb;
-#if LB_X86
-    if (T->fast && lb_simd && q.colidx == NULL && nrows == Ta && ncols == Tb) {
-        lb_quant_tile_fast(&q, T, row0, col0, dst);
-        return;
-    }
-#endif
     q.pair = 0;
     if (q.colidx) q.colidx += col0;
     for (int64_t i = 0; i < Ta; i++) {
@@ -443,6 +360,76 @@ static void lb_quant_tile(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, in
     }
 }
 
+#if LB_X86
+/* A BA{Ta}a{Tb}b{X}a nibble tile from codes one a byte: row i of the tile is stage + i * W. */
+LB_TGT static void lb_tile_from_stage(const uint8_t* stage, int64_t W, int64_t Ta, int64_t Tb,
+                                      int64_t X, uint8_t* dst) {
+    const __m256i lo4 = _mm256_set1_epi8(0x0f), hi4 = _mm256_set1_epi8((char)0xf0);
+    for (int64_t am = 0; am < Ta / X; am++) {
+        const uint8_t* s = stage + am * X * W;
+        uint8_t* o = dst + am * Tb * (X / 2);
+        for (int64_t b = 0; b < Tb; b += 32) {
+            __m256i c0 = _mm256_loadu_si256((const __m256i*)(s + b));
+            __m256i c1 = _mm256_loadu_si256((const __m256i*)(s + W + b));
+            __m256i p0 = _mm256_or_si256(_mm256_and_si256(c0, lo4),
+                                         _mm256_and_si256(_mm256_slli_epi16(c1, 4), hi4));
+            if (X == 2) {
+                _mm256_storeu_si256((__m256i*)(o + b), p0);
+                continue;
+            }
+            __m256i c2 = _mm256_loadu_si256((const __m256i*)(s + 2 * W + b));
+            __m256i c3 = _mm256_loadu_si256((const __m256i*)(s + 3 * W + b));
+            __m256i p1 = _mm256_or_si256(_mm256_and_si256(c2, lo4),
+                                         _mm256_and_si256(_mm256_slli_epi16(c3, 4), hi4));
+            __m256i u = _mm256_unpacklo_epi8(p0, p1), v = _mm256_unpackhi_epi8(p0, p1);
+            _mm256_storeu_si256((__m256i*)(o + 2 * b), _mm256_permute2x128_si256(u, v, 0x20));
+            _mm256_storeu_si256((__m256i*)(o + 2 * b + 32), _mm256_permute2x128_si256(u, v, 0x31));
+        }
+    }
+}
+#endif
+
+/* The tiles of one strip of Ta rows (tile t at column tcol[t], byte toff[t] of dst), in
+ * column order. For BA{Ta}a{Tb}b{X}a nibble tiles with SIMD, runs of whole tiles are done in
+ * two steps: each source row of the run is quantized front to back into `stage` (one code a
+ * byte, Ta x stage_cols bytes, in L2), then the tiles are built from it. The source is then
+ * read one row at a time, a stream the hardware prefetcher follows, instead of Ta rows at
+ * once. Other tiles go through lb_quant_tile. */
+static void lb_quant_strip(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, const int64_t* toff,
+                           const int64_t* tcol, int64_t nt, uint8_t* dst, uint8_t* stage,
+                           int64_t stage_cols, uint8_t* buf) {
+    int64_t k = 0;
+#if LB_X86
+    int64_t Ta = T->Ta, Tb = T->Tb;
+    if (T->fast && lb_simd && q0->colidx == NULL && T->K - row0 % T->K >= Ta) {
+        lb_q_t q = *q0;
+        q.pair = 0;
+        while (k < nt) {
+            int64_t c0 = tcol[k], n = 0;
+            while (k + n < nt && tcol[k + n] == c0 + n * Tb && (n + 1) * Tb <= stage_cols
+                   && tcol[k + n] + Tb <= T->N)
+                n++;
+            if (n == 0) {
+                lb_quant_tile(q0, T, row0, tcol[k], dst + toff[k], buf);
+                k++;
+                continue;
+            }
+            int64_t W = n * Tb;
+            for (int64_t i = 0; i < Ta; i++) {
+                int64_t r = row0 + i;
+                int64_t base = T->qbase ? T->qbase[r] + c0 * q.colstep : 0;
+                lb_quant_row(&q, T->src + T->row_off[r] + c0, NULL, base, 0, stage + i * W, W);
+            }
+            for (int64_t t = 0; t < n; t++)
+                lb_tile_from_stage(stage + t * Tb, W, Ta, Tb, T->fast, dst + toff[k + t]);
+            k += n;
+        }
+        return;
+    }
+#endif
+    for (; k < nt; k++) lb_quant_tile(q0, T, row0, tcol[k], dst + toff[k], buf);
+}
+
 /* Nibble packing of n one-per-byte codes (element i -> byte i/2, low nibble when i is even). */
 static void lb_pack(const uint8_t* c, uint8_t* out, int64_t n) {
     int64_t i = 0;
@@ -458,7 +445,8 @@ static void lb_unpack(const uint8_t* p, uint8_t* out, int64_t n, int is_signed) 
     }
 }
 
-/* codes -> f32: v = scale * (float(code) - zp), in that order and in f32 */
+/* codes -> f32: v = scale * (float(code) - zp) + 0.0f, in that order and in f32 (oneDNN's
+ * reorder ends with + dst zero point, 0: -0.0 comes out as +0.0) */
 static void lb_dequant_row(int code, const uint8_t* c, float* out, int64_t L, const float* sc,
                            const float* zp, const int64_t* colidx, int64_t base) {
     for (int64_t l = 0; l < L; l++) {
@@ -472,7 +460,7 @@ static void lb_dequant_row(int code, const uint8_t* c, float* out, int64_t L, co
         int64_t idx = base + (colidx ? colidx[l] : 0);
         if (zp) v = v - zp[idx];
         if (sc) v = sc[idx] * v;
-        out[l] = v;
+        out[l] = v + 0.0f;
     }
 }
 

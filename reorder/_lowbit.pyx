@@ -32,6 +32,9 @@ cdef extern from "_lowbit.h" nogil:
         int fast
     void lb_quant_tile(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, int64_t col0,
                        uint8_t* dst, uint8_t* buf)
+    void lb_quant_strip(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, const int64_t* toff,
+                        const int64_t* tcol, int64_t nt, uint8_t* dst, uint8_t* stage,
+                        int64_t stage_cols, uint8_t* buf)
     void lb_pack(const uint8_t* c, uint8_t* out, int64_t n)
     void lb_unpack(const uint8_t* p, uint8_t* out, int64_t n, int is_signed)
     void lb_dequant_row(int code, const uint8_t* c, float* out, int64_t L, const float* sc,
@@ -111,6 +114,10 @@ def quant_tiles(uintptr_t src, const int64_t[::1] row_off, qbase, str code, inv,
     cdef uint8_t* d = <uint8_t*>out
     if n == 0:
         return
+    if fast:       # strips of Ta rows (the tiles come in source row order): lb_quant_strip
+        rows = np.asarray(tile_row)
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]).astype(np.int64)
+        return _quant_strips(&q, &T, tile_off, tile_row, tile_col, np.r_[starts, n], d, nthreads)
     nthreads = max(1, min(nthreads, n))
     scratch = np.empty(nthreads * Ta * Tb, np.uint8)     # one L1 tile buffer per thread
     cdef uint8_t[::1] sb = scratch
@@ -119,6 +126,28 @@ def quant_tiles(uintptr_t src, const int64_t[::1] row_off, qbase, str code, inv,
         for t in prange(n, num_threads=nthreads, schedule="static", use_threads_if=nthreads > 1):
             lb_quant_tile(&q, &T, tile_row[t], tile_col[t], d + tile_off[t],
                           bufs + threadid() * Ta * Tb)
+
+
+cdef int64_t STAGE_BYTES = 262144     # per thread: Ta rows of codes, a run of tiles wide (in L2)
+
+
+cdef _quant_strips(const lb_q_t* q, const lb_tile_t* T, const int64_t[::1] tile_off,
+                   const int64_t[::1] tile_row, const int64_t[::1] tile_col,
+                   const int64_t[::1] bounds, uint8_t* d, int nthreads):
+    cdef int64_t ns = bounds.shape[0] - 1, k, a
+    cdef int64_t tile = T.Ta * T.Tb
+    cdef int64_t stage_cols = max(T.Tb, (STAGE_BYTES // T.Ta) // T.Tb * T.Tb)
+    cdef int64_t per = stage_cols * T.Ta + tile
+    nthreads = max(1, min(nthreads, ns))
+    scratch = np.empty(nthreads * per, np.uint8)
+    cdef uint8_t[::1] sb = scratch
+    cdef uint8_t* bufs = &sb[0]
+    with nogil:
+        for k in prange(ns, num_threads=nthreads, schedule="static", use_threads_if=nthreads > 1):
+            a = bounds[k]
+            lb_quant_strip(q, T, tile_row[a], &tile_off[a], &tile_col[a], bounds[k + 1] - a,
+                           d, bufs + threadid() * per, stage_cols,
+                           bufs + threadid() * per + stage_cols * T.Ta)
 
 
 def pack(uintptr_t codes, uintptr_t out, int64_t n, int nthreads):

@@ -118,11 +118,12 @@ class Quant:
         if dt is None or dt.name not in kinds and not (arr.ndim == 0 and arr.dtype.kind in "fiu"):
             raise ReorderError(f"{name} has dtype {arr.dtype}; expected one of {', '.join(kinds)}")
         if dt is not None and dt.name in ("s4", "u4"):
-            lo, hi = INT_RANGE[dt.name]
+            lo, hi = _int4_storage_range(dt.name, arr.dtype)
             raw = arr.view(np.int8 if dt.name == "s4" else np.uint8)
             if raw.size and (raw.min() < lo or raw.max() > hi):
-                raise ReorderError(f"{name} holds values outside the {dt.name} range [{lo}, {hi}]")
-            arr = raw
+                raise ReorderError(f"{name} holds values outside the {dt.name} range "
+                                   f"[{INT_RANGE[dt.name][0]}, {INT_RANGE[dt.name][1]}]")
+            arr = sign_extend_s4(raw) if dt.name == "s4" else raw
         want = math.prod(self.qdims)
         if arr.size == 1 and want != 1:     # one value: common to all (oneDNN's mask 0)
             arr = np.full(self.qdims, arr.reshape(()))
@@ -176,6 +177,32 @@ def _codes_proxy(dtype):
     return {"s4": "s8", "u4": "u8", "f8_e4m3": "u8", "f8_e5m2": "u8"}.get(dtype.name, dtype.name)
 
 
+def _int4_storage_range(name, dtype):
+    """The bytes an unpacked s4/u4 array may hold. An int8/uint8 array with src_dtype= holds
+    the values; an ml_dtypes.int4 array holds either the sign-extended value or, as
+    `astype(ml_dtypes.int4)` stores a negative one, only its nibble (-2 as 0x0e)."""
+    lo, hi = INT_RANGE[name]
+    if name == "s4" and dtype == _ml_int4():
+        hi = 15
+    return lo, hi
+
+
+def _ml_int4():
+    try:
+        import ml_dtypes
+    except ImportError:        # pragma: no cover - without ml_dtypes there are no int4 arrays
+        return None
+    return np.dtype(ml_dtypes.int4)
+
+
+def sign_extend_s4(codes):
+    """s4 codes one a byte with sign-extended values (the kernels' form): nibble-only negatives
+    (8..15, from an ml_dtypes.int4 array) become -8..-1. `codes` itself when none is."""
+    if codes.size == 0 or codes.max() <= 7:
+        return codes
+    return ((codes.view(np.uint8) & 0xF) ^ 8).view(np.int8) - np.int8(8)
+
+
 def source_codes(x, sdesc, packed):
     """Bind a low-bit source: (codes array bound to a byte Desc over sdesc's layout, that Desc).
     A packed s4/u4 buffer is unpacked; unpacked s4/u4 values are range-checked."""
@@ -200,7 +227,7 @@ def source_codes(x, sdesc, packed):
     x = bind_source(x, sdesc)
     if name in ("s4", "u4"):
         raw = x.view(np.int8 if name == "s4" else np.uint8)
-        lo, hi = INT_RANGE[name]
+        lo, hi = _int4_storage_range(name, x.dtype)
         if raw.size and (raw.min() < lo or raw.max() > hi):
             bad = raw[(raw < lo) | (raw > hi)].reshape(-1)[0]
             raise ReorderError(f"an unpacked {name} array holds {int(bad)}, outside [{lo}, {hi}]")
@@ -238,6 +265,8 @@ def to_logical_f32(x, sdesc, squant, packed, threads):
             codes, proxy = bind_source(x, sdesc), sdesc
         plain = Desc(dims, proxy.dtype)
         logical = _run(proxy, plain, codes, None, nth) if proxy != plain else codes
+        if sdesc.dtype.name == "s4":
+            logical = sign_extend_s4(logical)
         f = aligned_empty((max(R, 1) * L,), np.float32)
         code = sdesc.dtype.name
         q = squant if squant is not None and not squant.trivial else None

@@ -95,6 +95,23 @@ def encode(x, fmt):
     return sign | _nearest(a, grid, None)
 
 
+def reorder_encode(x, fmt):
+    """encode() as oneDNN's reorder applies it: the value is first computed in f32 as
+    x * scale + dst zero point (0 when none), so -0.0 arrives as +0.0
+    (src/cpu/reorder/simple_reorder.hpp, the reference reorder that runs f8)."""
+    with np.errstate(invalid="ignore"):            # a signalling NaN is made quiet, as in C
+        return encode(np.float32(np.float32(x) + np.float32(0)), fmt)
+
+
+def reorder_decode_bits(code, fmt):
+    """decode_bits() as oneDNN's reorder applies it: the f32 result gets + dst zero point (0),
+    so the code of -0.0 gives +0.0."""
+    bits = decode_bits(code, fmt)
+    with np.errstate(invalid="ignore"):
+        v = np.array([bits], np.uint32).view(np.float32) + np.float32(0)
+    return int(v.view(np.uint32)[0])
+
+
 def int_code(v, lo, hi, unsigned):
     """f32 value -> integer code: clamp (NaN -> hi for signed, lo for unsigned: the order
     min(hi, v) then max(lo, v), u: max first), then round half to even."""
@@ -131,8 +148,7 @@ def quantize_ref(x_logical, dims, code, inv=None, zp=None, mask=0, groups=(1, 1)
         i = scale_index(idx, dims, mask, groups) if len(dims) >= 2 else 0
         if inv is not None:
             v = np.float32(v * np.float32(inv[i]))
-        if zp is not None:
-            v = np.float32(v + np.float32(zp[i]))
+        v = np.float32(v + np.float32(0 if zp is None else zp[i]))
         if code.startswith("f8"):
             out[n] = encode(v, code[3:])
         else:

@@ -7,8 +7,8 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 
 import reorder as ro
 from reorder import _lowbit
-from lowbit_reference import (decode_bits, encode, pack_nibbles, place, quantize_ref,
-                              unpack_nibbles)
+from lowbit_reference import (pack_nibbles, place, quantize_ref, reorder_decode_bits,
+                              reorder_encode, unpack_nibbles)
 
 
 @pytest.fixture(params=["simd", "scalar"])
@@ -40,7 +40,7 @@ def _f16_grid_values():
 def test_f8_encode_every_f16_value_and_ties(rows, fmt):
     x = _f16_grid_values()
     got = ro.reorder(x, "a", "a", dtype=f"f8_{fmt}").view(np.uint8)
-    want = np.array([encode(v, fmt) for v in x], np.uint8)
+    want = np.array([reorder_encode(v, fmt) for v in x], np.uint8)
     bad = np.nonzero(got != want)[0]
     assert bad.size == 0, [(hex(int(x.view(np.uint32)[i])), hex(got[i]), hex(want[i])) for i in bad[:5]]
 
@@ -49,7 +49,7 @@ def test_f8_encode_every_f16_value_and_ties(rows, fmt):
 def test_f8_decode_every_code(fmt):
     codes = np.arange(256, dtype=np.uint8)
     got = ro.reorder(codes, "a", "a", src_dtype=f"f8_{fmt}", dtype="f32").view(np.uint32)
-    want = np.array([decode_bits(c, fmt) for c in range(256)], np.uint32)
+    want = np.array([reorder_decode_bits(c, fmt) for c in range(256)], np.uint32)
     assert np.array_equal(got, want)
 
 
@@ -59,10 +59,10 @@ def test_f8_ml_dtypes_in_and_out(fmt):
     x = np.random.default_rng(0).standard_normal((7, 19, 5)).astype(np.float32) * 30
     y = ro.reorder(x, "abc", "aBc8b", dtype=f"f8_{fmt}")
     assert y.dtype == np.dtype(mt) and y.shape == (7, 3, 5, 8)
-    codes = np.array([encode(v, fmt) for v in x.reshape(-1)])
+    codes = np.array([reorder_encode(v, fmt) for v in x.reshape(-1)])
     assert np.array_equal(y.view(np.uint8).reshape(-1), place(codes, x.shape, "aBc8b"))
     back = ro.reorder(y, "aBc8b", "abc", dims=x.shape, dtype="f32")
-    want = np.array([decode_bits(c, fmt) for c in codes], np.uint32).view(np.float32)
+    want = np.array([reorder_decode_bits(c, fmt) for c in codes], np.uint32).view(np.float32)
     assert np.array_equal(back.reshape(-1).view(np.uint32), want.view(np.uint32))
 
 
@@ -155,10 +155,32 @@ def test_bad_input():
                    dst_groups=(33, 1))
     with pytest.raises(ro.ReorderError, match="holds 15 values in 8 bytes"):
         ro.reorder(np.zeros(7, np.uint8), "ab", "ab", dims=(3, 5), src_dtype="s4", dtype="f32")
-    bad = np.array([[1, 9]], np.int8).view(ml_dtypes.int4)
+    bad = np.array([[1, 0x19]], np.int8).view(ml_dtypes.int4)    # neither storage form of an int4
     with pytest.raises(ro.ReorderError, match="outside"):
         ro.reorder(bad, "ab", "ab", dtype="f32")
     x = np.ones((4, 4), np.float32)
     before = x.copy()
     ro.reorder(x, "ab", "ab", dtype="u4")
     assert np.array_equal(x, before)
+
+
+@pytest.mark.parametrize("tag", ["ab", "ba", "BA16a64b4a"])
+def test_int4_arrays_made_by_astype(rows, tag):
+    """`astype(ml_dtypes.int4)` stores a negative value as its nibble alone (-2 as 0x0e), not
+    sign-extended: such arrays are read as ml_dtypes reads them, as data and as zero points."""
+    K, N, G = 64, 19, 32
+    v = np.random.default_rng(12).integers(-8, 8, (K, N))
+    data = v.astype(np.int8).astype(ml_dtypes.int4)
+    assert data.view(np.uint8).max() > 7                     # the nibble-only form is there
+    zp = np.random.default_rng(13).integers(-8, 8, (K // G, N))
+    sc = np.random.default_rng(14).uniform(0.1, 2, (K // G, N)).astype(np.float32)
+    laid = ro.reorder(data, "ab", tag)
+    assert np.array_equal(laid, place(v.reshape(-1), (K, N), tag).reshape(laid.shape))
+    for src, stag in [(data, "ab"), (laid, tag)]:
+        got = ro.reorder(src, stag, "ab", dims=(K, N), dtype="f32", src_scales=sc,
+                         src_zero_point=zp.astype(np.int8).astype(ml_dtypes.int4),
+                         src_groups=(G, 1))
+        want = np.repeat(sc, G, 0) * (v - np.repeat(zp, G, 0)).astype(np.float32)
+        assert np.array_equal(got, want.astype(np.float32))
+    packed = ro.reorder(data, "ab", tag, packed=True)
+    assert np.array_equal(packed, pack_nibbles(place(v.reshape(-1), (K, N), tag)))

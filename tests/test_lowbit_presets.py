@@ -91,3 +91,47 @@ def test_lowbit_presets(model, tmp_path, preset, dtype):
 
 def test_lowbit_group_rule():
     assert [lowbit_group(k) for k in (4096, 192, 96, 48, 20, 1)] == [128, 64, 32, 48, 20, 1]
+
+
+def test_int4_asymmetric_preset(model, tmp_path):
+    """onednn-int4-asym: u4 codes, f32 scales and u4 zero points per group of K, the min/max
+    rule of docs/int8.md: lo = min(min, 0), hi = max(max, 0), scale = (hi - lo) / 15,
+    zp = clamp(rint(-lo / scale), 0, 15), q = clamp(rint(w * (1/scale) + zp), 0, 15)."""
+    path, arrays = model
+    out = tmp_path / "a.safetensors"
+    ro.convert(path, out, target="onednn-int4-asym")
+    w = ro.load(out)
+    with open(out, "rb") as f:
+        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    for name in ("fc.weight", "head.weight", "big.weight"):
+        plain = _logical(name, arrays[name])
+        K, N = plain.shape
+        G = lowbit_group(K)
+        g = plain.reshape(K // G, G, N)
+        lo = np.minimum(g.min(axis=1), 0).astype(np.float32)
+        hi = np.maximum(g.max(axis=1), 0).astype(np.float32)
+        scales = ((hi - lo) / np.float32(15)).astype(np.float32)
+        scales = np.where(scales == 0, np.float32(1), scales).astype(np.float32)
+        zp = np.clip(np.rint(np.float32(0) - lo / scales), 0, 15).astype(np.int64)
+        inv = (np.float32(1) / scales).reshape(-1)
+        codes = quantize_ref(plain, (K, N), "u4", inv, zp.reshape(-1), 3, (G, 1))
+        meta = w.meta(name)
+        assert meta["dtype"] == "u4" and meta["group_size"] == G
+        assert meta["zero_points"] == f"{name}.zero_points"
+        data = w[name][0]
+        assert header[name]["dtype"] == "U8"
+        assert np.array_equal(data, pack_nibbles(place(codes, (K, N), "ab"))), name
+        assert np.array_equal(w[f"{name}.scales"][0], scales), name
+        z = w[f"{name}.zero_points"][0]
+        assert header[f"{name}.zero_points"]["dtype"] == "U8"
+        assert np.array_equal(z, pack_nibbles(zp.reshape(-1))), name
+        zm = w.meta(f"{name}.zero_points")
+        assert zm["dtype"] == "u4" and zm["dims"] == [K // G, N] and zm["group_size"] == G
+        # and back as oneDNN's decompression reads it: scale * (q - zp), within half a step
+        zvals = ro.reorder(z, "ab", "ab", dims=(K // G, N), src_dtype="u4", packed=False)
+        back = ro.reorder(data, "ab", "ab", dims=(K, N), src_dtype="u4", dtype="f32",
+                          src_scales=w[f"{name}.scales"][0], src_zero_point=zvals,
+                          src_groups=(G, 1))
+        step = np.repeat(scales, G, axis=0)
+        assert np.all(np.abs(back - plain) <= step * 0.5 + 1e-5 * np.abs(plain) + 1e-6), name
+    assert w.meta("block1.conv1.weight")["tag"] == "ABcd16b16a"

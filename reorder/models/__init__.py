@@ -26,8 +26,8 @@ def convert(src, dst=None, target="onednn-f32", *, out_dir=None, rules=None, isa
 
     src          a file (.onnx, .safetensors, .npz, .npy) or a list of files
     dst          the output .safetensors file (one src), or None with out_dir
-    target       'onednn-f32', 'onednn-int8', 'onednn-int4', 'onednn-f8', 'mace-gpu',
-                 'mnn-gpu', 'tvm:<LAYOUT>' or 'plain'
+    target       'onednn-f32', 'onednn-int8', 'onednn-int4', 'onednn-int4-asym', 'onednn-f8',
+                 'mace-gpu', 'mnn-gpu', 'tvm:<LAYOUT>' or 'plain'
     out_dir      for many files: each becomes out_dir/<name>.safetensors
     rules        a rules file (.toml / .yaml) or a list of rule dicts: tensor-name glob ->
                  role, src, dst, dtype, quantize, compensation, scale_adjust

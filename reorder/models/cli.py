@@ -12,8 +12,8 @@ def add_parser(sub):
     p.add_argument("-o", "--output", help="output file (one input)")
     p.add_argument("--out-dir", help="output directory: each input becomes <name>.safetensors")
     p.add_argument("-t", "--target", default="onednn-f32",
-                   help="onednn-f32 (default), onednn-int8, onednn-int4, onednn-f8, mace-gpu, "
-                        "mnn-gpu, tvm:LAYOUT or plain")
+                   help="onednn-f32 (default), onednn-int8, onednn-int4, onednn-int4-asym, "
+                        "onednn-f8, mace-gpu, mnn-gpu, tvm:LAYOUT or plain")
     p.add_argument("--isa", choices=ISAS, help="onednn-int8: the CPU (default avx512_core_vnni)")
     p.add_argument("--activations", choices=("s8", "u8"),
                    help="onednn-int8: the convolutions' source type (s8 adds s8s8 compensation)")

@@ -11,9 +11,10 @@ from ..tags import parse_tag
 from .errors import ConvertError
 
 ISAS = ("avx512_core_vnni", "avx512_core", "avx2_vnni", "avx2")
-PRESETS = ("onednn-f32", "onednn-int8", "onednn-int4", "onednn-f8", "mace-gpu", "mnn-gpu",
-           "tvm:LAYOUT", "plain")
-LOWBIT_PRESETS = {"onednn-int4": "s4", "onednn-f8": "f8_e4m3"}
+PRESETS = ("onednn-f32", "onednn-int8", "onednn-int4", "onednn-int4-asym", "onednn-f8", "mace-gpu",
+           "mnn-gpu", "tvm:LAYOUT", "plain")
+LOWBIT_PRESETS = {"onednn-int4": "s4", "onednn-int4-asym": "u4", "onednn-f8": "f8_e4m3"}
+ASYMMETRIC_PRESETS = ("onednn-int4-asym",)     # min/max per group, with zero points
 _ABC = "abcdefghijkl"
 
 
@@ -28,6 +29,7 @@ class Decision:
     kind: str = None              # image kind
     engine: str = "mace"          # image: whose layout of `kind` (reorder.opencl's engine=)
     stored: bool = False          # reorder the array as stored (TVM: ONNX's O, I/G, H, W)
+    asymmetric: bool = False      # lowbit: min/max scales and zero points per group
     why: str = ""                 # the rule that chose it, for the metadata
 
 
@@ -47,8 +49,8 @@ def make_target(name, isa=None, activations=None, dtype=None):
     if not isinstance(name, str):
         raise ConvertError(f"target must be a string such as 'onednn-f32', got {name!r}")
     family = name.split(":", 1)[0]
-    if family not in ("onednn-f32", "onednn-int8", "onednn-int4", "onednn-f8", "mace-gpu",
-                      "mnn-gpu", "tvm", "plain"):
+    if family not in ("onednn-f32", "onednn-int8", "onednn-int4", "onednn-int4-asym",
+                      "onednn-f8", "mace-gpu", "mnn-gpu", "tvm", "plain"):
         raise ConvertError(f"unknown target {name!r}; targets: {', '.join(PRESETS)}")
     if family == "tvm":
         layout = name[4:]
@@ -176,10 +178,15 @@ def _onednn_int8(target, role, view):
 
 def _onednn_lowbit(target, role, view):
     """MatMul / Gemm weights as oneDNN's matmul weight decompression takes them: plain (K, N)
-    `ab`, s4 or f8_e4m3, f32 scales per group of K (tasks.lowbit_group). Convolutions keep
+    `ab`, s4 or f8_e4m3, f32 scales per group of K (tasks.lowbit_group); onednn-int4-asym: u4
+    with a u4 zero point per group as well (AWQ / GPTQ style). Convolutions keep
     the onednn-f32 layouts: oneDNN decompresses low-bit weights in matmul only."""
     if role.kind == "fc":
         dt = LOWBIT_PRESETS[target.family]
+        if target.family in ASYMMETRIC_PRESETS:
+            return Decision("lowbit", "ab", dt, asymmetric=True,
+                            why=f"matmul weight decompression: {dt} ab (K, N), grouped scales "
+                                f"and {dt} zero points")
         return Decision("lowbit", "ab", dt,
                         why=f"matmul weight decompression: {dt} ab (K, N), grouped scales")
     return _onednn_f32(target, role, view)

@@ -281,6 +281,8 @@ def _lowbit(src, d, v, sdt, base, where):
     dst = Desc(v.dims, d.dtype, d.tag)
     packed = d.dtype in ("s4", "u4")
     extra = dict(base, group_size=G, scales=f"{src.name}.scales", packed=packed)
+    if d.asymmetric:
+        extra["zero_points"] = f"{src.name}.zero_points"
     meta = _desc_meta(dst, src.name, "weights", extra)
     if packed:
         data = Output(src.name, np.dtype(np.uint8), ((dst.nelems + 1) // 2,), meta, "U8")
@@ -290,16 +292,30 @@ def _lowbit(src, d, v, sdt, base, where):
     scales = _out(f"{src.name}.scales", "f32", sdims,
                   dict(base, dims=sdims, tag="ab", dtype="f32", padded_dims=sdims,
                        source=src.name, group_size=G,
-                       part=f"weight scales per group of {G} along K (w = scale * q)"))
+                       part=f"weight scales per group of {G} along K (w = scale * q)"
+                       if not d.asymmetric else
+                       f"weight scales per group of {G} along K (w = scale * (q - zp))"))
+    outs = [data, scales]
+    if d.asymmetric:
+        # oneDNN's u4 zero-point memory: (K / G, N) `ab`, packed two a byte like the data
+        zmeta = dict(base, dims=sdims, tag="ab", dtype=d.dtype, padded_dims=sdims, packed=True,
+                     source=src.name, group_size=G,
+                     part=f"weight zero points per group of {G} along K")
+        outs.append(Output(f"{src.name}.zero_points", np.dtype(np.uint8),
+                           ((sdims[0] * sdims[1] + 1) // 2,), zmeta, "U8"))
 
     def fill(a, arrays, threads):
         a = a.reshape(v.phys_shape)
         if src.bf16:
             a = reorder(a, v.tag, v.tag, src_dtype="bf16", dtype="f32", threads=threads)
         q = quantize(a, v.tag, dst.tag.spelling, dtype=d.dtype, group_size=G,
-                     out=arrays[0], threads=threads)
+                     symmetric=not d.asymmetric, out=arrays[0], threads=threads)
         arrays[1][...] = q.scales
-    return Task(src, [data, scales], fill, src.nbytes + data.nbytes + scales.nbytes)
+        if d.asymmetric:            # a small table: oneDNN's nibble order, even element low
+            z = np.zeros(2 * arrays[2].size, np.uint8)
+            z[:q.zero_points.size] = np.asarray(q.zero_points).reshape(-1).astype(np.uint8) & 0xF
+            arrays[2][...] = z[0::2] | (z[1::2] << 4)
+    return Task(src, outs, fill, src.nbytes + sum(o.nbytes for o in outs))
 
 
 def _image(src, d, v, role, sdt, base, where):

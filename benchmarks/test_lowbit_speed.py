@@ -80,3 +80,45 @@ def test_f8_speed(benchmark, record, weights, impl, fmt, threads):
     else:
         benchmark(numpy_version)
     record(group, impl, nbytes)
+
+
+def _np_s4_back(packed, scales, zp, G):
+    """numpy: BA16a64b4a nibbles -> s4 codes in ab order -> v = scale * (q - zp) in f32."""
+    lo = (packed & 0xF).astype(np.int8)
+    hi = (packed >> 4).astype(np.int8)
+    q = np.empty(packed.size * 2, np.int8)
+    q[0::2], q[1::2] = lo, hi
+    q = (q ^ 8) - 8
+    q = q.reshape(N // 64, K // 16, 4, 64, 4).transpose(1, 2, 4, 0, 3).reshape(K, N)
+    s = np.repeat(scales, G, axis=0)
+    z = np.repeat(zp.astype(np.float32), G, axis=0)
+    return s * (q.astype(np.float32) - z) + np.float32(0)
+
+
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("impl", ["reorder", "copy", "numpy"])
+def test_s4_read_back_speed(benchmark, record, weights, impl, threads):
+    """The way back: s4 BA16a64b4a with scales and zero points per group of 128 -> f32 ab,
+    into a result the caller keeps (out=)."""
+    if impl == "numpy" and threads != 1:
+        pytest.skip("numpy is single-threaded")
+    G = 128
+    rng = np.random.default_rng(G)
+    scales = rng.uniform(0.2, 0.6, (K // G, N)).astype(np.float32)
+    zp = rng.integers(-2, 3, (K // G, N)).astype(np.int8)
+    q = ro.reorder(weights, "ab", "BA16a64b4a", dtype="s4", dst_scales=scales,
+                   dst_zero_point=zp, dst_groups=(G, 1))
+    kw = dict(dims=(K, N), src_dtype="s4", dtype="f32", src_scales=scales, src_zero_point=zp,
+              src_groups=(G, 1))
+    out = np.empty((K, N), np.float32)
+    nbytes = q.nbytes + out.nbytes
+    group = f"s4 BA16a64b4a groups of {G} + zp -> f32 ab {K}x{N} {threads}T"
+    benchmark.group = group
+    if impl == "reorder":
+        benchmark(ro.reorder, q, "BA16a64b4a", "ab", threads=threads, out=out, **kw)
+        np.testing.assert_array_equal(out, _np_s4_back(q, scales, zp, G))
+    elif impl == "copy":
+        _copy(benchmark, nbytes)
+    else:
+        benchmark(_np_s4_back, q, scales, zp, G)
+    record(group, impl, nbytes)

@@ -437,31 +437,256 @@ static void lb_pack(const uint8_t* c, uint8_t* out, int64_t n) {
     if (i < n) out[i >> 1] = (uint8_t)(c[i] & 0xf);
 }
 
-/* The way back: n codes, s4 sign-extended to a byte (as ml_dtypes stores int4). */
-static void lb_unpack(const uint8_t* p, uint8_t* out, int64_t n, int is_signed) {
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t v = (p[i >> 1] >> ((i & 1) * 4)) & 0xfu;
-        out[i] = is_signed ? (uint8_t)(int8_t)((int32_t)(v ^ 8u) - 8) : (uint8_t)v;
+/* A 4-bit value as the byte ml_dtypes stores: s4 sign-extended (from a nibble, or from a byte
+ * whose low nibble is the value), u4 as it is. */
+static inline uint8_t lb_nibble_byte(uint32_t v, int is_signed) {
+    v &= 0xfu;
+    return is_signed ? (uint8_t)((v ^ 8u) - 8u) : (uint8_t)v;
+}
+
+#if LB_X86
+/* 16 packed bytes -> 32 values in element order (low nibble first) */
+LB_TGT static inline void lb_v_unpack32(const uint8_t* p, uint8_t* out, int is_signed) {
+    const __m128i lo4 = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
+    __m128i b = _mm_loadu_si128((const __m128i*)p);
+    __m128i lo = _mm_and_si128(b, lo4), hi = _mm_and_si128(_mm_srli_epi16(b, 4), lo4);
+    __m128i c0 = _mm_unpacklo_epi8(lo, hi), c1 = _mm_unpackhi_epi8(lo, hi);
+    if (is_signed) {
+        c0 = _mm_sub_epi8(_mm_xor_si128(c0, eight), eight);
+        c1 = _mm_sub_epi8(_mm_xor_si128(c1, eight), eight);
     }
+    _mm_storeu_si128((__m128i*)out, c0);
+    _mm_storeu_si128((__m128i*)(out + 16), c1);
+}
+#endif
+
+/* The way back: n values from element e0 of a packed buffer p (so a row may start in the high
+ * nibble of a byte), one a byte. */
+static void lb_unpack_at(const uint8_t* p, int64_t e0, uint8_t* out, int64_t n, int is_signed) {
+    int64_t i = 0;
+    if (n > 0 && (e0 & 1)) {
+        out[0] = lb_nibble_byte(p[e0 >> 1] >> 4, is_signed);
+        i = 1;
+    }
+    const uint8_t* q = p + ((e0 + i) >> 1);      /* element e0 + i is a low nibble */
+#if LB_X86
+    if (lb_simd)
+        for (; i + 32 <= n; i += 32, q += 16) lb_v_unpack32(q, out + i, is_signed);
+#endif
+    for (int64_t k = 0; i < n; i++, k++)
+        out[i] = lb_nibble_byte(q[k >> 1] >> ((k & 1) * 4), is_signed);
+}
+
+static void lb_unpack(const uint8_t* p, uint8_t* out, int64_t n, int is_signed) {
+    lb_unpack_at(p, 0, out, n, is_signed);
 }
 
 /* codes -> f32: v = scale * (float(code) - zp) + 0.0f, in that order and in f32 (oneDNN's
- * reorder ends with + dst zero point, 0: -0.0 comes out as +0.0) */
-static void lb_dequant_row(int code, const uint8_t* c, float* out, int64_t L, const float* sc,
-                           const float* zp, const int64_t* colidx, int64_t base) {
-    for (int64_t l = 0; l < L; l++) {
-        float v;
-        switch (code) {
-            case LB_E4M3: v = lb_e4m3_to_f32(c[l]); break;
-            case LB_E5M2: v = lb_e5m2_to_f32(c[l]); break;
-            case LB_S4: case LB_S8: v = (float)(int8_t)c[l]; break;
-            default: v = (float)c[l]; break;
-        }
-        int64_t idx = base + (colidx ? colidx[l] : 0);
-        if (zp) v = v - zp[idx];
-        if (sc) v = sc[idx] * v;
+ * reorder ends with + dst zero point, 0: -0.0 comes out as +0.0). Codes are one a byte, s4
+ * and s8 as signed bytes. Scale index of column l: base + colidx[l], or base + l * colstep. */
+typedef struct {
+    int code;
+    const float* sc;        /* scale per scale index, or NULL */
+    const float* zp;        /* zero point per scale index, as f32, or NULL */
+    const int64_t* colidx;  /* or NULL */
+    int64_t colstep;        /* 0 or 1 when colidx is NULL */
+    int stream;             /* store past the caches (the plan's choice for a large result) */
+} lb_dq_t;
+
+static inline float lb_code_value(int code, uint8_t b) {
+    switch (code) {
+        case LB_E4M3: return lb_e4m3_to_f32(b);
+        case LB_E5M2: return lb_e5m2_to_f32(b);
+        case LB_S4: case LB_S8: return (float)(int8_t)b;
+        default: return (float)b;
+    }
+}
+
+static void lb_dequant_scalar(const lb_dq_t* d, const uint8_t* c, float* out, int64_t l0, int64_t L,
+                              int64_t base) {
+    for (int64_t l = l0; l < L; l++) {
+        float v = lb_code_value(d->code, c[l]);
+        int64_t idx = base + (d->colidx ? d->colidx[l] : l * d->colstep);
+        if (d->zp) v = v - d->zp[idx];
+        if (d->sc) v = d->sc[idx] * v;
         out[l] = v + 0.0f;
     }
+}
+
+#if LB_X86
+LB_TGT static void lb_dequant_avx2(const lb_dq_t* d, const uint8_t* c, float* out, int64_t L,
+                                   int64_t base) {
+    int64_t l = 0;
+    int code = d->code;
+    if (d->colidx == NULL && (code == LB_S4 || code == LB_U4 || code == LB_S8 || code == LB_U8)) {
+        int sgn = code == LB_S4 || code == LB_S8;
+        const float* sp = d->sc ? d->sc + base : NULL;
+        const float* zq = d->zp ? d->zp + base : NULL;
+        int64_t cs = d->colstep;
+        const __m256 vs = _mm256_set1_ps(sp ? sp[0] : 1.0f), vz = _mm256_set1_ps(zq ? zq[0] : 0.0f);
+/* the 8 results from column i (reads columns i .. i + 7 only) */
+#define LB_DQ_V(i) ({                                                                            \
+            __m128i b_ = _mm_loadl_epi64((const __m128i*)(c + (i)));                             \
+            __m256 v_ = _mm256_cvtepi32_ps(sgn ? _mm256_cvtepi8_epi32(b_) : _mm256_cvtepu8_epi32(b_)); \
+            if (zq) v_ = _mm256_sub_ps(v_, cs ? _mm256_loadu_ps(zq + (i)) : vz);                 \
+            if (sp) v_ = _mm256_mul_ps(cs ? _mm256_loadu_ps(sp + (i)) : vs, v_);                 \
+            _mm256_add_ps(v_, _mm256_setzero_ps()); })
+        int64_t head = ((uintptr_t)out & 3) ? L : (int64_t)(((64 - ((uintptr_t)out & 63)) & 63) >> 2);
+        if (d->stream && L >= 16 && L - head >= 16) {
+            /* whole 64-byte lines with streaming stores; the partial lines at both ends with
+             * ordinary (masked) stores, as a line written both ways is slow */
+            const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+            if (head > 0) {
+                _mm256_maskstore_ps(out, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)head), lane), LB_DQ_V(0));
+                if (head > 8) _mm256_storeu_ps(out + head - 8, LB_DQ_V(head - 8));
+            }
+            int64_t end = head + (L - head) / 16 * 16;
+            for (l = head; l < end; l += 8) _mm256_stream_ps(out + l, LB_DQ_V(l));
+            int64_t t = L - end;
+            if (t >= 8) _mm256_storeu_ps(out + end, LB_DQ_V(end));
+            if (t > 0)
+                _mm256_maskstore_ps(out + L - 8, _mm256_cmpgt_epi32(lane, _mm256_set1_epi32((int)(7 - t))),
+                                    LB_DQ_V(L - 8));
+            return;
+        }
+        for (; l + 8 <= L; l += 8) _mm256_storeu_ps(out + l, LB_DQ_V(l));
+#undef LB_DQ_V
+    }
+    if (l < L) lb_dequant_scalar(d, c, out, l, L, base);
+}
+#endif
+
+static void lb_dequant(const lb_dq_t* d, const uint8_t* c, float* out, int64_t L, int64_t base) {
+#if LB_X86
+    if (lb_simd) { lb_dequant_avx2(d, c, out, L, base); return; }
+#endif
+    lb_dequant_scalar(d, c, out, 0, L, base);
+}
+
+/* Kept for the multi-pass path: rows of codes with a column index table. */
+static void lb_dequant_row(int code, const uint8_t* c, float* out, int64_t L, const float* sc,
+                           const float* zp, const int64_t* colidx, int64_t base) {
+    lb_dq_t d = {code, sc, zp, colidx, 0, 0};
+    lb_dequant(&d, c, out, L, base);
+}
+
+#define LB_CHUNK 1024      /* codes unpacked at a time into a per-thread L1 buffer */
+
+/* One plain source row of L codes at element e0 (packed two a byte when `nib`) -> L f32. */
+static void lb_dequant_plain_row(const lb_dq_t* d, const uint8_t* src, int nib, int64_t e0,
+                                 int64_t L, float* out, int64_t base, uint8_t* buf) {
+    int sgn = d->code == LB_S4;
+    for (int64_t l = 0; l < L; l += LB_CHUNK) {
+        int64_t n = L - l < LB_CHUNK ? L - l : LB_CHUNK;
+        const uint8_t* c = src + e0 + l;
+        if (nib) {
+            lb_unpack_at(src, e0 + l, buf, n, sgn);
+            c = buf;
+        } else if (sgn) {                   /* ml_dtypes int4 may hold -1 as 0x0f */
+            for (int64_t k = 0; k < n; k++) buf[k] = lb_nibble_byte(c[k], 1);
+            c = buf;
+        }
+        lb_dq_t dd = *d;
+        if (dd.colidx) dd.colidx += l;
+        lb_dequant(&dd, c, out + l, n, base + (dd.colidx ? 0 : l * dd.colstep));
+    }
+#if LB_X86
+    if (d->stream) _mm_sfence();
+#endif
+}
+
+#if LB_X86
+/* The inverse of lb_tile_from_stage: a BA{Ta}a{Tb}b{X}a nibble tile -> Ta rows of Tb bytes, one
+ * value a byte, row i at buf + i * W. */
+LB_TGT static void lb_tile_to_rows(const uint8_t* src, int64_t Ta, int64_t Tb, int64_t X, int sgn,
+                                   uint8_t* buf, int64_t W) {
+    const __m256i lo4 = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8);
+    /* even bytes to the low 8 of each 128-bit lane, odd bytes to the high 8 */
+    const __m256i deint = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+                                           0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+#define LB_NIB(p, sh) ({ __m256i c_ = _mm256_and_si256((sh) ? _mm256_srli_epi16((p), 4) : (p), lo4); \
+                         sgn ? _mm256_sub_epi8(_mm256_xor_si256(c_, eight), eight) : c_; })
+    for (int64_t am = 0; am < Ta / X; am++) {
+        const uint8_t* o = src + am * Tb * (X / 2);
+        uint8_t* s = buf + am * X * W;
+        for (int64_t b = 0; b < Tb; b += 32) {
+            __m256i p0, p1 = _mm256_setzero_si256();
+            if (X == 2) {
+                p0 = _mm256_loadu_si256((const __m256i*)(o + b));
+            } else {
+                __m256i A = _mm256_loadu_si256((const __m256i*)(o + 2 * b));
+                __m256i B = _mm256_loadu_si256((const __m256i*)(o + 2 * b + 32));
+                __m256i u = _mm256_shuffle_epi8(_mm256_permute2x128_si256(A, B, 0x20), deint);
+                __m256i v = _mm256_shuffle_epi8(_mm256_permute2x128_si256(A, B, 0x31), deint);
+                p0 = _mm256_unpacklo_epi64(u, v);
+                p1 = _mm256_unpackhi_epi64(u, v);
+            }
+            _mm256_storeu_si256((__m256i*)(s + b), LB_NIB(p0, 0));
+            _mm256_storeu_si256((__m256i*)(s + W + b), LB_NIB(p0, 1));
+            if (X == 4) {
+                _mm256_storeu_si256((__m256i*)(s + 2 * W + b), LB_NIB(p1, 0));
+                _mm256_storeu_si256((__m256i*)(s + 3 * W + b), LB_NIB(p1, 1));
+            }
+        }
+    }
+#undef LB_NIB
+}
+#endif
+
+/* One source tile (Ta x Tb logical elements at src, physical position p holding logical tab[p];
+ * two a byte when T->nib) -> Ta rows of Tb codes one a byte, row i at dst + i * W (buf: a
+ * Ta x Tb scratch for the table's scattered writes). */
+static void lb_tile_unpack(const lb_tile_t* T, const uint8_t* src, int sgn, uint8_t* dst, int64_t W,
+                           uint8_t* buf) {
+    int64_t Ta = T->Ta, Tb = T->Tb, n = Ta * Tb;
+    const int32_t* tab = T->tab;
+#if LB_X86
+    if (T->fast && T->nib && lb_simd) {
+        lb_tile_to_rows(src, Ta, Tb, T->fast, sgn, dst, W);
+        return;
+    }
+#endif
+    if (T->nib) {
+        for (int64_t k = 0; k < n; k++) buf[tab[k]] = lb_nibble_byte(src[k >> 1] >> ((k & 1) * 4), sgn);
+    } else if (sgn) {
+        for (int64_t k = 0; k < n; k++) buf[tab[k]] = lb_nibble_byte(src[k], 1);
+    } else {
+        for (int64_t k = 0; k < n; k++) buf[tab[k]] = src[k];
+    }
+    for (int64_t i = 0; i < Ta; i++) memcpy(dst + i * W, buf + i * Tb, (size_t)Tb);
+}
+
+/* The tiles of one strip of Ta rows (tile t at column tcol[t], byte toff[t] of src, in column
+ * order) -> the f32 rows out + r * ld (r = row0 + i) inside the K x N tensor. Each run of
+ * adjacent tiles (at most stage_cols columns) is unpacked into `stage` (Ta rows, in L2), then
+ * dequantized a whole row at a time: long rows, whose stores fill whole cache lines even when
+ * `out` is not aligned to a tile. T->qbase: scale-table base index of each logical row. */
+static void lb_dequant_strip(const lb_dq_t* d, const lb_tile_t* T, const uint8_t* src, int64_t row0,
+                             const int64_t* toff, const int64_t* tcol, int64_t nt, float* out,
+                             int64_t ld, uint8_t* stage, int64_t stage_cols, uint8_t* buf) {
+    int64_t Ta = T->Ta, Tb = T->Tb;
+    int sgn = d->code == LB_S4;
+    int64_t nrows = T->K - row0 % T->K;
+    if (nrows > Ta) nrows = Ta;
+    int64_t k = 0;
+    while (k < nt) {
+        int64_t c0 = tcol[k], n = 1;
+        while (k + n < nt && tcol[k + n] == c0 + n * Tb && (n + 1) * Tb <= stage_cols) n++;
+        int64_t W = n * Tb;
+        for (int64_t t = 0; t < n; t++) lb_tile_unpack(T, src + toff[k + t], sgn, stage + t * Tb, W, buf);
+        int64_t ncols = T->N - c0 < W ? T->N - c0 : W;
+        lb_dq_t dd = *d;
+        if (dd.colidx) dd.colidx += c0;
+        for (int64_t i = 0; i < nrows; i++) {
+            int64_t r = row0 + i;
+            int64_t base = T->qbase ? T->qbase[r] + (dd.colidx ? 0 : c0 * dd.colstep) : 0;
+            lb_dequant(&dd, stage + i * W, out + r * ld + c0, ncols, base);
+        }
+        k += n;
+    }
+#if LB_X86
+    if (d->stream) _mm_sfence();
+#endif
 }
 
 #endif

@@ -39,6 +39,19 @@ cdef extern from "_lowbit.h" nogil:
     void lb_unpack(const uint8_t* p, uint8_t* out, int64_t n, int is_signed)
     void lb_dequant_row(int code, const uint8_t* c, float* out, int64_t L, const float* sc,
                         const float* zp, const int64_t* colidx, int64_t base)
+    ctypedef struct lb_dq_t:
+        int code
+        const float* sc
+        const float* zp
+        const int64_t* colidx
+        int64_t colstep
+        int stream
+    int LB_CHUNK
+    void lb_dequant_plain_row(const lb_dq_t* d, const uint8_t* src, int nib, int64_t e0, int64_t L,
+                              float* out, int64_t base, uint8_t* buf)
+    void lb_dequant_strip(const lb_dq_t* d, const lb_tile_t* T, const uint8_t* src, int64_t row0,
+                          const int64_t* toff, const int64_t* tcol, int64_t nt, float* out,
+                          int64_t ld, uint8_t* stage, int64_t stage_cols, uint8_t* buf)
 
 lb_detect()
 
@@ -183,3 +196,74 @@ def dequant_rows(str code, uintptr_t src, int64_t rows, int64_t L, uintptr_t out
     with nogil:
         for o in prange(rows, num_threads=nthreads, schedule="static", use_threads_if=nthreads > 1):
             lb_dequant_row(c, s + o * L, d + o * L, L, sc, z, ci, base[o] if sc != NULL or z != NULL else 0)
+
+
+cdef lb_dq_t _dq(str code, scales, zp, colidx, int64_t colstep, bint stream):
+    cdef lb_dq_t d
+    d.stream = stream
+    d.code = CODES[code]
+    d.sc = _fptr(scales)
+    d.zp = _fptr(zp)
+    d.colidx = _iptr(colidx)
+    d.colstep = colstep
+    return d
+
+
+def dequant_plain(str code, uintptr_t src, bint nib, int64_t rows, int64_t L, uintptr_t out,
+                  scales, zp, colidx, int64_t colstep, base, bint stream, int nthreads):
+    """rows x L codes in C order (two a byte when nib, rows starting at element o * L, so a row
+    may begin in a high nibble) -> rows x L f32; scale-table row bases `base` (or None);
+    `stream`: streaming stores."""
+    cdef lb_dq_t d = _dq(code, scales, zp, colidx, colstep, stream)
+    cdef const int64_t* b = _iptr(base)
+    cdef const uint8_t* s = <const uint8_t*>src
+    cdef float* o_ = <float*>out
+    cdef int64_t o
+    nthreads = max(1, min(nthreads, rows))
+    scratch = np.empty(nthreads * LB_CHUNK, np.uint8)
+    cdef uint8_t[::1] sb = scratch
+    cdef uint8_t* bufs = &sb[0]
+    with nogil:
+        for o in prange(rows, num_threads=nthreads, schedule="static", use_threads_if=nthreads > 1):
+            lb_dequant_plain_row(&d, s, nib, o * L, L, o_ + o * L, b[o] if b != NULL else 0,
+                                 bufs + threadid() * LB_CHUNK)
+
+
+def dequant_tiles(str code, uintptr_t src, bint nib, int fast, const int32_t[::1] tab, int64_t Ta,
+                  int64_t Tb, int64_t K, int64_t N, const int64_t[::1] tile_off,
+                  const int64_t[::1] tile_row, const int64_t[::1] tile_col, uintptr_t out,
+                  int64_t ld, scales, zp, colidx, int64_t colstep, base, bint stream,
+                  int nthreads):
+    """The inverse of quant_tiles without the quantizing: tile t (byte tile_off[t] of src, at
+    logical row tile_row[t] and column tile_col[t]; the tiles in row, then column order) ->
+    the f32 rows out + r * ld, a strip of Ta rows at a time through a per-thread stage."""
+    cdef lb_dq_t d = _dq(code, scales, zp, colidx, colstep, stream)
+    cdef lb_tile_t T
+    T.src = NULL
+    T.row_off = NULL
+    T.qbase = _iptr(base)
+    T.tab = &tab[0]
+    T.Ta, T.Tb, T.K, T.N = Ta, Tb, K, N
+    T.nib = nib
+    T.fast = fast
+    cdef int64_t n = tile_off.shape[0], k, a
+    if n == 0:
+        return
+    rows = np.asarray(tile_row)
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]).astype(np.int64)
+    cdef int64_t[::1] bounds = np.r_[starts, n].astype(np.int64)
+    cdef int64_t ns = bounds.shape[0] - 1
+    cdef int64_t stage_cols = max(Tb, (STAGE_BYTES // Ta) // Tb * Tb)
+    cdef int64_t per = stage_cols * Ta + Ta * Tb
+    nthreads = max(1, min(nthreads, ns))
+    scratch = np.empty(nthreads * per, np.uint8)
+    cdef uint8_t[::1] sb = scratch
+    cdef uint8_t* bufs = &sb[0]
+    cdef const uint8_t* s = <const uint8_t*>src
+    cdef float* o_ = <float*>out
+    with nogil:
+        for k in prange(ns, num_threads=nthreads, schedule="static", use_threads_if=nthreads > 1):
+            a = bounds[k]
+            lb_dequant_strip(&d, &T, s, tile_row[a], &tile_off[a], &tile_col[a], bounds[k + 1] - a,
+                             o_, ld, bufs + threadid() * per, stage_cols,
+                             bufs + threadid() * per + stage_cols * Ta)

@@ -3,8 +3,11 @@ nibble order, and grouped scales and zero points (oneDNN's set_scales(arg, mask,
 
 A low-bit reorder runs in up to three passes, each a kernel:
   1. the source to f32 in logical (C) order: the existing planner, or nothing when the source
-     is already f32 with a unit-stride last dim; low-bit sources are unpacked, moved as bytes
-     and decoded (`_lowbit.dequant_rows`, with the source's scales and zero points);
+     is already f32 with a unit-stride last dim. Low-bit sources in plain rows or in tiles over
+     the last two dims (BA16a64b4a, AB16b16a, ...) are decoded in one pass, with the source's
+     scales and zero points (`_lowbit.dequant_plain` / `dequant_tiles`), straight into the
+     result when it is plain f32; other layouts are unpacked, moved as bytes and decoded
+     (`_lowbit.dequant_rows`);
   2. `_lowbit.quant_rows`: f32 -> codes with the destination's scales and zero points;
   3. the existing planner moves the code bytes into the destination layout.
 For s4/u4, when the destination's innermost axis is a dim of even extent, pass 2 packs the
@@ -25,7 +28,7 @@ from .desc import Axis, Desc, _fmt
 from .dtypes import LOWBIT, as_dtype
 from .errors import ReorderError
 from .plan_cache import cached_plan
-from .problem import PARALLEL_MIN_BYTES
+from .problem import PARALLEL_MIN_BYTES, STREAM_MIN_BYTES
 from .threads import resolve
 
 __all__ = ["is_lowbit", "packed_nbytes", "Quant", "reorder_lowbit", "quantize_lowbit",
@@ -203,6 +206,22 @@ def sign_extend_s4(codes):
     return ((codes.view(np.uint8) & 0xF) ^ 8).view(np.int8) - np.int8(8)
 
 
+def _check_packed(x, sdesc):
+    name = sdesc.dtype.name
+    if not isinstance(x, np.ndarray) or x.dtype != np.uint8 or x.ndim != 1 \
+            or not x.flags.c_contiguous:
+        raise ReorderError(f"a packed {name} source must be a flat contiguous uint8 buffer, "
+                           f"got {getattr(x, 'dtype', type(x).__name__)} of shape "
+                           f"{_fmt(np.shape(x))}")
+    if sdesc.offset0 or not sdesc.is_dense:
+        raise ReorderError(f"a packed {name} source must be a dense layout without offset")
+    need = packed_nbytes(sdesc)
+    if x.size != need:
+        raise ReorderError(f"a packed {name} buffer of {_fmt(sdesc.dims)} in {sdesc.name} holds "
+                           f"{sdesc.nelems} values in {need} bytes (two a byte, oneDNN's "
+                           f"div_up(n, 2)), got {x.size} bytes")
+
+
 def source_codes(x, sdesc, packed):
     """Bind a low-bit source: (codes array bound to a byte Desc over sdesc's layout, that Desc).
     A packed s4/u4 buffer is unpacked; unpacked s4/u4 values are range-checked."""
@@ -210,16 +229,7 @@ def source_codes(x, sdesc, packed):
     proxy = Desc._from_axes(sdesc.dims, _codes_proxy(sdesc.dtype), sdesc.axes, sdesc.offset0,
                             sdesc.tag)
     if packed:
-        if x.dtype != np.uint8 or x.ndim != 1 or not x.flags.c_contiguous:
-            raise ReorderError(f"a packed {name} source must be a flat contiguous uint8 buffer, "
-                               f"got {x.dtype} of shape {_fmt(x.shape)}")
-        if sdesc.offset0 or not sdesc.is_dense:
-            raise ReorderError(f"a packed {name} source must be a dense layout without offset")
-        need = packed_nbytes(sdesc)
-        if x.size != need:
-            raise ReorderError(f"a packed {name} buffer of {_fmt(sdesc.dims)} in {sdesc.name} holds "
-                               f"{sdesc.nelems} values in {need} bytes (two a byte, oneDNN's "
-                               f"div_up(n, 2)), got {x.size} bytes")
+        _check_packed(x, sdesc)
         codes = aligned_empty((sdesc.nelems,), np.int8 if name == "s4" else np.uint8)
         _lowbit.unpack(data_address(x), data_address(codes), sdesc.nelems, name == "s4",
                        _threads(None, sdesc.nelems))
@@ -248,6 +258,54 @@ def _run(src_desc, dst_desc, x, out, nthreads):
     return ob
 
 
+def _plain_rows(desc):
+    """True when desc is its dims in C order, dense, from element 0: logical row r is the L
+    elements from r * L."""
+    return (desc.is_c_contiguous and desc.offset0 == 0 and desc.nelems == desc.span
+            and not desc.is_blocked and [a.dim for a in desc.axes] == list(range(desc.ndim)))
+
+
+def _dequant_fused(x, sdesc, squant, packed, f, nth, fresh=True):
+    """Codes (s4/u4 packed or one a byte, f8, or s8/u8 with grouped scales) straight into f,
+    the logical f32 rows, in one pass: from plain rows, or from tiles over the last two dims
+    (_tile_plan: BA16a64b4a, AB16b16a, ...). False when the layout needs the multi-pass way.
+    A large f the caller gave (not `fresh`) is written with streaming stores; a fresh one is
+    not: its pages are zeroed through the cache as they are first touched, so stores that
+    bypass the cache would write every line twice."""
+    dims = sdesc.dims
+    name = sdesc.dtype.name
+    nib = packed and name in ("s4", "u4")
+    plain = _plain_rows(sdesc)
+    plan = None if plain or len(dims) < 2 else _tile_plan(sdesc, nib)
+    if not plain and plan is None:
+        return False
+    if packed:
+        _check_packed(x, sdesc)
+        raw = x
+    elif name in LOWBIT:
+        raw = source_codes(x, sdesc, False)[0]       # bound, and int4 values range-checked
+    else:
+        raw = bind_source(x, sdesc)
+    if sdesc.nelems == 0:
+        return True
+    L = dims[-1] if dims else 1
+    R = math.prod(dims[:-1]) if dims else 1
+    q = squant if squant is not None and not squant.trivial else None
+    base, colidx, colstep = q.row_tables(_rows_index(dims)) if q is not None else (None, None, 0)
+    sc = None if q is None else q.scales
+    zp = None if q is None else q.zero_points
+    stream = not fresh and f.nbytes >= STREAM_MIN_BYTES
+    if plain:
+        _lowbit.dequant_plain(name, data_address(raw), nib, R, L, data_address(f), sc, zp, colidx,
+                              colstep, base, stream, nth)
+        return True
+    Ta, Tb, tab, fast, toff, trow, tcol = plan
+    _lowbit.dequant_tiles(name, data_address(raw), nib, fast, tab, Ta, Tb, dims[-2], L, toff,
+                          trow, tcol, data_address(f), L, sc, zp, colidx, colstep, base, stream,
+                          nth)
+    return True
+
+
 def to_logical_f32(x, sdesc, squant, packed, threads):
     """Pass 1: (f32 array, element offsets of its rows, row length). Rows are the logical rows
     (C order over dims[:-1])."""
@@ -256,6 +314,12 @@ def to_logical_f32(x, sdesc, squant, packed, threads):
     R = math.prod(dims[:-1]) if dims else 1
     nth = _threads(threads, math.prod(dims) * 5)
     if sdesc.dtype.name in LOWBIT or (squant is not None and not squant.trivial):
+        if sdesc.dtype.name not in LOWBIT and sdesc.dtype.name not in ("s8", "u8"):
+            raise ReorderError(f"grouped source scales apply to s8/u8/s4/u4/f8 sources, not "
+                               f"{sdesc.dtype.name}")
+        f = aligned_empty((max(R, 1) * L,), np.float32)
+        if _dequant_fused(x, sdesc, squant, packed, f, nth):
+            return f, np.arange(R, dtype=np.int64) * L, True
         if sdesc.dtype.name in LOWBIT:
             codes, proxy = source_codes(x, sdesc, packed)
         else:
@@ -267,7 +331,6 @@ def to_logical_f32(x, sdesc, squant, packed, threads):
         logical = _run(proxy, plain, codes, None, nth) if proxy != plain else codes
         if sdesc.dtype.name == "s4":
             logical = sign_extend_s4(logical)
-        f = aligned_empty((max(R, 1) * L,), np.float32)
         code = sdesc.dtype.name
         q = squant if squant is not None and not squant.trivial else None
         if q is not None:
@@ -525,8 +588,19 @@ def reorder_lowbit(x, sdesc, ddesc, *, packed_src, packed, squant, dquant, out, 
     if sname == dname and sname in LOWBIT and (squant is None or squant.trivial) \
             and (dquant is None or dquant.trivial):
         return _move_codes(x, sdesc, ddesc, packed_src, packed, out, threads)
-    f, row_off, logical = to_logical_f32(x, sdesc, squant, packed_src, threads)
     dims = sdesc.dims
+    if dname == "f32" and _plain_rows(ddesc) and (sname in LOWBIT or (
+            squant is not None and not squant.trivial)):
+        if out is not None:
+            check_out(out, ddesc, x)
+        res = out if out is not None else aligned_empty(ddesc.physical_shape, np.float32)
+        if sname not in LOWBIT and sname not in ("s8", "u8"):
+            raise ReorderError(f"grouped source scales apply to s8/u8/s4/u4/f8 sources, not "
+                               f"{sname}")
+        if _dequant_fused(x, sdesc, squant, packed_src, res,
+                          _threads(threads, math.prod(dims) * 5), fresh=out is None):
+            return res
+    f, row_off, logical = to_logical_f32(x, sdesc, squant, packed_src, threads)
     if dname in CODE_TYPES and (dname in LOWBIT or (dquant is not None and not dquant.trivial)):
         return quantize_to(f, row_off, dims, ddesc, dquant, packed, out, threads)
     nth = _threads(threads, math.prod(dims) * 8)

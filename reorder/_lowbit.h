@@ -242,15 +242,55 @@ LB_TGT static inline void lb_v_store8(uint8_t* p, __m256i c) {
     memcpy(p, &v, 8);
 }
 
-/* 32 codes as 32 bytes in order: four rows of lb_v_code, each masked to its byte (s4 codes
- * are in [-8, 7], so the byte is already the sign-extended value), packed without saturation */
+/* 16 f8 codes from 16 values (v0: the first 8), in the low byte of 16-bit lanes: the integer
+ * steps of lb_v_code on the f16 bits, 16 lanes at a time (every intermediate fits 16 bits) */
+LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_f8_16(__m256 v0, __m256 v1, int code) {
+    const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    __m128i h0 = _mm256_cvtps_ph(_mm256_add_ps(v0, _mm256_setzero_ps()), rn);   /* -0 -> +0 */
+    __m128i h1 = _mm256_cvtps_ph(_mm256_add_ps(v1, _mm256_setzero_ps()), rn);
+    __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(h0), h1, 1);
+    __m256i a = _mm256_and_si256(h, _mm256_set1_epi16(0x7fff));
+    __m256i s = _mm256_srli_epi16(_mm256_and_si256(h, _mm256_set1_epi16((short)0x8000)), 8);
+    __m256i one = _mm256_set1_epi16(1);
+    if (code == LB_E5M2) {
+        __m256i r = _mm256_srli_epi16(_mm256_add_epi16(_mm256_add_epi16(a, _mm256_set1_epi16(0x7f)),
+                                      _mm256_and_si256(_mm256_srli_epi16(a, 8), one)), 8);
+        __m256i nan = _mm256_or_si256(_mm256_srli_epi16(h, 8), _mm256_set1_epi16(2));
+        __m256i isnan = _mm256_cmpgt_epi16(a, _mm256_set1_epi16(0x7c00));
+        return _mm256_blendv_epi8(_mm256_or_si256(s, r), nan, isnan);
+    }
+    __m256i r = _mm256_sub_epi16(_mm256_srli_epi16(_mm256_add_epi16(_mm256_add_epi16(a, _mm256_set1_epi16(0x3f)),
+                                 _mm256_and_si256(_mm256_srli_epi16(a, 7), one)), 7), _mm256_set1_epi16(64));
+    __m256i issub = _mm256_cmpgt_epi16(_mm256_set1_epi16(0x2400), a);
+    if (!_mm256_testz_si256(issub, issub)) {
+        /* subnormal e4m3: |f16 value| * 512 rounded (exact product, cvtps rounds half to even) */
+        const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+        __m256i s0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_and_ps(_mm256_cvtph_ps(h0), absm), _mm256_set1_ps(512.0f)));
+        __m256i s1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_and_ps(_mm256_cvtph_ps(h1), absm), _mm256_set1_ps(512.0f)));
+        __m256i sub = _mm256_permute4x64_epi64(_mm256_packs_epi32(s0, s1), 0xd8);
+        r = _mm256_blendv_epi8(r, sub, issub);
+    }
+    r = _mm256_andnot_si256(_mm256_cmpgt_epi16(_mm256_set1_epi16(0x1401), a), r);
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi16(0x7f), _mm256_cmpgt_epi16(a, _mm256_set1_epi16(0x5f40)));
+    return _mm256_or_si256(s, r);
+}
+
+/* 32 codes as 32 bytes in order. Integer codes are clamped to their range before the
+ * conversion, so saturating packs (signed for s4/s8: the bytes are the sign-extended values)
+ * are exact; f8 codes come 16 at a time from lb_v_f8_16. */
 LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_codes32(const lb_q_t* q, const float* s, int64_t base, int64_t l) {
-    const __m256i m = _mm256_set1_epi32(0xff);
-    __m256i c0 = _mm256_and_si256(lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s + l), base, l), q->code), m);
-    __m256i c1 = _mm256_and_si256(lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s + l + 8), base, l + 8), q->code), m);
-    __m256i c2 = _mm256_and_si256(lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s + l + 16), base, l + 16), q->code), m);
-    __m256i c3 = _mm256_and_si256(lb_v_code(lb_v_apply(q, _mm256_loadu_ps(s + l + 24), base, l + 24), q->code), m);
-    __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(c0, c1), _mm256_packus_epi32(c2, c3));
+    __m256 x0 = lb_v_apply(q, _mm256_loadu_ps(s + l), base, l);
+    __m256 x1 = lb_v_apply(q, _mm256_loadu_ps(s + l + 8), base, l + 8);
+    __m256 x2 = lb_v_apply(q, _mm256_loadu_ps(s + l + 16), base, l + 16);
+    __m256 x3 = lb_v_apply(q, _mm256_loadu_ps(s + l + 24), base, l + 24);
+    if (q->code == LB_E4M3 || q->code == LB_E5M2)
+        return _mm256_permute4x64_epi64(_mm256_packus_epi16(lb_v_f8_16(x0, x1, q->code),
+                                                            lb_v_f8_16(x2, x3, q->code)), 0xd8);
+    __m256i c0 = lb_v_code(x0, q->code), c1 = lb_v_code(x1, q->code);
+    __m256i c2 = lb_v_code(x2, q->code), c3 = lb_v_code(x3, q->code);
+    __m256i b = (q->code == LB_S4 || q->code == LB_S8)
+        ? _mm256_packs_epi16(_mm256_packs_epi32(c0, c1), _mm256_packs_epi32(c2, c3))
+        : _mm256_packus_epi16(_mm256_packus_epi32(c0, c1), _mm256_packus_epi32(c2, c3));
     return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 

@@ -39,11 +39,7 @@ from reorder._omp cimport REORDER_OPENMP
 from reorder._nodes cimport (NodeList, Walk, MAX_NODES, MAX_DIMS, fill_nodes, outer_count,
                              walk_start, walk_bounds, walk_next, count_below)
 
-cdef extern from "_cpu.h" nogil:
-    ctypedef struct reorder_cpu_t:
-        int avx2, avx512, avx512_conv, avx512_bf16, avx512_int8w, avx2_f16c
-    reorder_cpu_t reorder_cpu
-    void reorder_cpu_detect()
+from reorder._cpu cimport cpu_feature_flags, reorder_cpu_detect
 
 # before anything can run a kernel
 reorder_cpu_detect()
@@ -51,10 +47,7 @@ reorder_cpu_detect()
 
 def cpu_features():
     """The CPU features the SIMD paths use, as detected once at import (_cpu.h)."""
-    return {"avx2": bool(reorder_cpu.avx2), "avx512f": bool(reorder_cpu.avx512),
-            "avx512 f+bw+vl+dq": bool(reorder_cpu.avx512_conv),
-            "avx512 bf16": bool(reorder_cpu.avx512_bf16),
-            "avx512 vbmi+vnni": bool(reorder_cpu.avx512_int8w)}
+    return cpu_feature_flags()
 
 
 cdef extern from "_convert_simd.h" nogil:

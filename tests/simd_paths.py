@@ -3,7 +3,12 @@ skipped) and once on its portable code, putting the default path back afterwards
 module names the fixture it gets, e.g. `simd = kernel_paths("avx512", "avx2")`."""
 import pytest
 
-from reorder import _kernels
+from reorder import _convert, _kernels
+
+# _convert.set_simd modes: 1 the widest SIMD (AVX-512 with hardware bf16 if present, else
+# AVX2), 2 AVX-512 with emulated bf16, 3 AVX2 where AVX-512 also exists, 0 portable
+CONVERT_MODES = ([1, 2, 3] if _convert.simd_available() else [1] if _convert.avx2_available()
+                 else []) + [0]
 
 
 def kernel_paths(*paths):
@@ -17,3 +22,13 @@ def kernel_paths(*paths):
         yield request.param
         _kernels.set_simd(True)
     return simd
+
+
+def convert_modes(ids):
+    """A fixture over CONVERT_MODES, test ids from `ids` (mode -> id); its value is the mode."""
+    @pytest.fixture(params=CONVERT_MODES, ids=ids.get)
+    def mode(request):
+        _convert.set_simd(request.param)
+        yield request.param
+        _convert.set_simd(1)
+    return mode

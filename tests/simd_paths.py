@@ -3,7 +3,7 @@ skipped) and once on its portable code, putting the default path back afterwards
 module names the fixture it gets, e.g. `simd = kernel_paths("avx512", "avx2")`."""
 import pytest
 
-from reorder import _convert, _kernels
+from reorder import _convert, _kernels, _lowbit
 
 # _convert.set_simd modes: 1 the widest SIMD (AVX-512 with hardware bf16 if present, else
 # AVX2), 2 AVX-512 with emulated bf16, 3 AVX2 where AVX-512 also exists, 0 portable
@@ -32,3 +32,16 @@ def convert_modes(ids):
         yield request.param
         _convert.set_simd(1)
     return mode
+
+
+def lowbit_rows():
+    """A fixture over the low-bit kernels' vector rows ("simd", AVX2 + F16C) and scalar rows
+    ("scalar"); its value is the name."""
+    @pytest.fixture(params=["simd", "scalar"])
+    def rows(request):
+        if request.param == "simd" and not _lowbit.simd_available():
+            pytest.skip("no AVX2 + F16C")
+        _lowbit.set_simd(request.param == "simd")
+        yield request.param
+        _lowbit.set_simd(True)
+    return rows

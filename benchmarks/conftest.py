@@ -2,6 +2,7 @@
 same run, and the summary prints GB/s and the ratio to that copy (medians)."""
 import collections
 
+import numpy as np
 import pytest
 
 _rows = collections.defaultdict(dict)     # group -> {impl: (median_s, bytes)}
@@ -18,6 +19,17 @@ def record(benchmark):
             benchmark.extra_info["gbps"] = nbytes / median / 1e9
             _rows[group][impl] = (median, nbytes)
     return _record
+
+
+@pytest.fixture
+def time_copy(benchmark):
+    """time_copy(nbytes): time the baseline, np.copyto between two buffers of nbytes / 2 (a
+    case's src + dst bytes moved once)."""
+    def _time_copy(nbytes):
+        a = np.ones(nbytes // 2, np.uint8)
+        b = np.empty_like(a)
+        benchmark(np.copyto, b, a)
+    return _time_copy
 
 
 def pytest_benchmark_update_machine_info(config, machine_info):

@@ -46,7 +46,7 @@ def _label(kw):
 @pytest.mark.parametrize("stag,dtag", LAYOUTS, ids=lambda t: t)
 @pytest.mark.parametrize("sdt,ddt,kw", PAIRS, ids=lambda p: p if isinstance(p, str) else "")
 @pytest.mark.parametrize("impl", ["reorder", "copy"])
-def test_conversion_speed(benchmark, record, impl, sdt, ddt, kw, stag, dtag, threads):
+def test_conversion_speed(benchmark, record, time_copy, impl, sdt, ddt, kw, stag, dtag, threads):
     x, sdesc = _source(sdt, stag)
     p = ro.plan(sdesc, dtag, dtype=ddt, **kw)
     out = p.empty()
@@ -57,7 +57,5 @@ def test_conversion_speed(benchmark, record, impl, sdt, ddt, kw, stag, dtag, thr
     if impl == "reorder":
         benchmark(p, x, out, threads)
     else:
-        a = np.ones(nbytes // 2, np.uint8)
-        b = np.empty_like(a)
-        benchmark(np.copyto, b, a)
+        time_copy(nbytes)
     record(group, impl, nbytes)

@@ -35,7 +35,7 @@ def _setup(dims, stag, dtag, dtype):
 @pytest.mark.parametrize("name,dims,stag,dtag", MOVE_CASES,
                          ids=[f"{c[0]}-{'x'.join(map(str, c[1]))}" for c in MOVE_CASES])
 @pytest.mark.parametrize("impl", ["reorder", "copy"])
-def test_move_speed(benchmark, record, impl, name, dims, stag, dtag, dtype, threads):
+def test_move_speed(benchmark, record, time_copy, impl, name, dims, stag, dtag, dtype, threads):
     src, dst = ro.Desc(dims, dtype, stag), ro.Desc(dims, dtype, dtag)
     nbytes = src.nbytes + dst.nbytes
     group = f"{name} {'x'.join(map(str, dims))} {dtype} {threads}T"
@@ -45,7 +45,5 @@ def test_move_speed(benchmark, record, impl, name, dims, stag, dtag, dtype, thre
         assert x.nbytes + out.nbytes == nbytes
         benchmark(plan, x, out, threads)
     else:
-        a = np.ones(nbytes // 2, np.uint8)
-        b = np.empty_like(a)
-        benchmark(np.copyto, b, a)
+        time_copy(nbytes)
     record(group, impl, nbytes)

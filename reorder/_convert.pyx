@@ -39,11 +39,7 @@ from reorder._omp cimport REORDER_OPENMP
 from reorder._nodes cimport (NodeList, Walk, MAX_NODES, MAX_DIMS, fill_nodes, outer_count,
                              walk_start, walk_bounds, walk_next, count_below)
 
-cdef extern from "_cpu.h" nogil:
-    ctypedef struct reorder_cpu_t:
-        int avx2, avx512, avx512_conv, avx512_bf16, avx512_int8w, avx2_f16c
-    reorder_cpu_t reorder_cpu
-    void reorder_cpu_detect()
+from reorder._cpu cimport cpu_feature_flags, reorder_cpu_detect
 
 # before anything can run a kernel
 reorder_cpu_detect()
@@ -51,10 +47,7 @@ reorder_cpu_detect()
 
 def cpu_features():
     """The CPU features the SIMD paths use, as detected once at import (_cpu.h)."""
-    return {"avx2": bool(reorder_cpu.avx2), "avx512f": bool(reorder_cpu.avx512),
-            "avx512 f+bw+vl+dq": bool(reorder_cpu.avx512_conv),
-            "avx512 bf16": bool(reorder_cpu.avx512_bf16),
-            "avx512 vbmi+vnni": bool(reorder_cpu.avx512_int8w)}
+    return cpu_feature_flags()
 
 
 cdef extern from "_convert_simd.h" nogil:
@@ -341,17 +334,16 @@ cdef inline void _run(const src_t* s, dst_t* d, int64_t n, int64_t sI, int64_t d
     comp index co + j*cI) through an f32 scratch row, CH elements at a time; a run that is
     contiguous on both sides goes through the SIMD row in one pass instead."""
     cdef float t[CH]
-    cdef int64_t b, m, j, sk, dk
+    cdef int64_t b, m, j
     cdef int32_t racc = 0
     cdef float zp
-    cdef const float* ssc
-    cdef const float* dsc
+    # element j's scales: ssc[j * sk], dsc[j * dk] (one value when unmasked)
+    cdef int64_t sk = kI if c.sscale_masked else 0
+    cdef int64_t dk = kI if c.dscale_masked else 0
+    cdef const float* ssc = c.sscale + ko if c.sscale_masked else c.sscale
+    cdef const float* dsc = c.dinv + ko if c.dscale_masked else c.dinv
     if c.row != NULL and sI == 1 and dI == 1 and (dst_t is not int8_t or c.acc == NULL):
-        sk = kI if c.sscale_masked else 0
-        dk = kI if c.dscale_masked else 0
         if sk <= 1 and dk <= 1:
-            ssc = c.sscale + ko if c.sscale_masked else c.sscale
-            dsc = c.dinv + ko if c.dscale_masked else c.dinv
             c.row(s, d, n, ssc, sk, dsc, dk, c.m)
             return
     b = 0
@@ -363,17 +355,11 @@ cdef inline void _run(const src_t* s, dst_t* d, int64_t n, int64_t sI, int64_t d
             for j in range(m):
                 t[j] = t[j] - zp
         if c.has_sscale:
-            if c.sscale_masked:
-                _scale_row(t, c.sscale + ko + b * kI, kI, m)
-            else:
-                _scale_row(t, c.sscale, 0, m)
+            _scale_row(t, ssc + b * sk, sk, m)
         if c.has_sum:
             _sum_row(t, d + b * dI, dI, c.beta, m)
         if c.has_dscale:
-            if c.dscale_masked:
-                _scale_row(t, c.dinv + ko + b * kI, kI, m)
-            else:
-                _scale_row(t, c.dinv, 0, m)
+            _scale_row(t, dsc + b * dk, dk, m)
         if c.has_dzp:
             zp = c.dzp
             for j in range(m):
@@ -401,6 +387,16 @@ cdef inline void _run(const src_t* s, dst_t* d, int64_t n, int64_t sI, int64_t d
             c.acc[co] += racc
 
 
+cdef inline void _walk_start_split(const NodeList* p, Walk* w, int64_t lo, int split,
+                                   int64_t base) noexcept nogil:
+    """walk_start at outer iteration lo. When split >= 0, p is a thread's copy whose node
+    `split` starts at digit `base` (see _part): the logical coordinate of that node's dim is
+    shifted to where the copy starts."""
+    walk_start(p, w, lo)
+    if split >= 0 and p.dim[split] >= 0:
+        w.coord[p.dim[split]] += base * p.w[split]
+
+
 cdef void _walk_range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c,
                       int64_t lo, int64_t hi, int split, int64_t base) noexcept nogil:
     """Outer iterations [lo, hi) of node list p. When split >= 0, p is a thread's copy whose
@@ -410,9 +406,7 @@ cdef void _walk_range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c
     cdef int last = p.n - 1
     cdef int64_t it, nvalid, nwrite
     cdef int64_t sI = p.ss[last], dI = p.ds[last], kI = p.ks[last], cI = p.cs[last]
-    walk_start(p, &w, lo)
-    if split >= 0 and p.dim[split] >= 0:
-        w.coord[p.dim[split]] += base * p.w[split]
+    _walk_start_split(p, &w, lo, split, base)
     for it in range(lo, hi):
         walk_bounds(p, &w, &nvalid, &nwrite)
         if nvalid > 0:
@@ -519,9 +513,7 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
     blk.ngroups, blk.dB, blk.soff, blk.nt = G, T.bds, T.soff, T.nt
     blk.lanes, blk.ssc, blk.dinv = lanes, ssc, dinv
     blk.acc = acc if c.acc != NULL else NULL
-    walk_start(p, &w, lo)
-    if split >= 0 and p.dim[split] >= 0:
-        w.coord[p.dim[split]] += base * p.w[split]
+    _walk_start_split(p, &w, lo, split, base)
     fresh = 1                       # lane masks must be (re)computed
     for it in range(lo, hi):
         walk_bounds(p, &w, &nvalid, &nwrite)
@@ -628,9 +620,7 @@ cdef void _w_range(const src_t* s, dst_t* d, const NodeList* p, const WSpec* W, 
         acc[o] = 0
     k.so, k.S, k.ssc, k.dinv, k.idx = W.so, W.S, ssc, dinv, idx
     k.acc = acc if c.acc != NULL else NULL
-    walk_start(p, &w, lo)
-    if split >= 0 and p.dim[split] >= 0:
-        w.coord[p.dim[split]] += base * p.w[split]
+    _walk_start_split(p, &w, lo, split, base)
     for it in range(lo, hi):
         walk_bounds(p, &w, &nvalid, &nwrite)
         if nwrite == 0:

@@ -70,11 +70,7 @@ ctypedef fused word_t:
     uint32_t
     uint64_t
 
-cdef extern from "_cpu.h" nogil:
-    ctypedef struct reorder_cpu_t:
-        int avx2, avx512, avx512_conv, avx512_bf16, avx512_int8w
-    reorder_cpu_t reorder_cpu
-    void reorder_cpu_detect()
+from reorder._cpu cimport cpu_feature_flags, reorder_cpu_detect
 
 # before anything can run a kernel
 reorder_cpu_detect()
@@ -82,10 +78,7 @@ reorder_cpu_detect()
 
 def cpu_features():
     """The CPU features the SIMD paths use, as detected once at import (_cpu.h)."""
-    return {"avx2": bool(reorder_cpu.avx2), "avx512f": bool(reorder_cpu.avx512),
-            "avx512 f+bw+vl+dq": bool(reorder_cpu.avx512_conv),
-            "avx512 bf16": bool(reorder_cpu.avx512_bf16),
-            "avx512 vbmi+vnni": bool(reorder_cpu.avx512_int8w)}
+    return cpu_feature_flags()
 
 
 cdef extern from "_simd.h" nogil:

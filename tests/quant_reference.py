@@ -28,6 +28,13 @@ NUMPY = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": np.uin
 BOUNDS = {"s8": (-128.0, 127.0), "u8": (0.0, 255.0), "s32": (-2147483648.0, 2147483520.0)}
 
 
+def bits(a):
+    """The elements of `a` flat, as unsigned integers of their size: results compared through
+    it must match bit for bit (NaN payloads and signed zeros included)."""
+    a = np.asarray(a)
+    return a.reshape(-1).view(f"u{a.dtype.itemsize}")
+
+
 # ---------------------------------------------------------------------------------------------
 # layouts
 

@@ -10,10 +10,11 @@ from reorder import _kernels
 from reorder.plan_cache import cached_plan
 
 from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
+from simd_paths import kernel_paths
+from storage_values import STORAGE, random_storage, sentinel
 
 # f64: 8-byte elements take the portable interleave even on the AVX2 path
 DTYPES = ["f32", "bf16", "f16", "s8", "u8", "f64"]
-_STORAGE = {"f64": np.float64, "f32": np.float32, "bf16": np.uint16, "f16": np.float16, "s8": np.int8, "u8": np.uint8}
 
 # the tests' own names for the abstract tags the reference understands
 ABSTRACT = {"oihw": "abcd", "OIhw16i16o": "ABcd16b16a", "OIhw4i16o4i": "ABcd4b16a4b",
@@ -28,20 +29,8 @@ DIMS = [(1, 1, 1, 1), (3, 15, 3, 3), (16, 16, 3, 3), (17, 33, 5, 5), (33, 17, 7,
         (15, 3, 1, 1), (200, 120, 3, 3), (0, 16, 3, 3)]
 
 
-@pytest.fixture(params=["avx2", False], ids=["avx2", "portable"])
-def simd(request):
-    if request.param and request.param not in _kernels.simd_paths():
-        pytest.skip(f"this CPU has no {request.param}")
-    _kernels.set_simd(request.param)
-    yield request.param
-    _kernels.set_simd(True)
-
-
-def _random(dims, dtype, rng):
-    st = _STORAGE[dtype]
-    if st in (np.float64, np.float32, np.float16):
-        return rng.standard_normal(dims).astype(st)
-    return rng.integers(0, 1 << (8 * np.dtype(st).itemsize), dims, dtype=np.uint64).astype(st)
+# the block kernel has an AVX2 path and the portable one
+simd = kernel_paths("avx2")
 
 
 BLOCK_ELEMS = {"OIhw16i16o": 256, "OIhw4i16o4i": 256, "OIhw8i8o": 64, "IOhw16o16i": 256,
@@ -51,13 +40,13 @@ BLOCK_ELEMS = {"OIhw16i16o": 256, "OIhw4i16o4i": 256, "OIhw8i8o": 64, "IOhw16o16
 def _meant_for_blocks(dims, blocked, dtype):
     """Blocks of at least 2 rows hold something (a size-1 or zero-size dim normalises away
     the row node or the whole problem), and the block fits the kernel's scratch."""
-    nbytes = BLOCK_ELEMS[blocked] * dims[-2] * dims[-1] * np.dtype(_STORAGE[dtype]).itemsize
+    nbytes = BLOCK_ELEMS[blocked] * dims[-2] * dims[-1] * np.dtype(STORAGE[dtype]).itemsize
     return 0 not in dims and min(dims[-4], dims[-3]) >= 2 and nbytes <= _kernels.BLOCK_MAX_BYTES
 
 
 def _check(src_tag, dst_tag, dims, dtype, simd, plain_tag="oihw"):
     rng = np.random.default_rng(sum(dims) + len(dtype))
-    plain = _random(dims, dtype, rng)
+    plain = random_storage(dims, dtype, rng)
     sabs, dabs = ABSTRACT[src_tag], ABSTRACT[dst_tag]
     x = ref_from_plain(plain, ABSTRACT[plain_tag], sabs) if src_tag != plain_tag else plain
     before = x.copy()
@@ -71,9 +60,7 @@ def _check(src_tag, dst_tag, dims, dtype, simd, plain_tag="oihw"):
             assert p.runners[0].path == ("portable" if simd is False else "avx2")
         xs = x.reshape(p.src.physical_shape)
         for threads in (1, 2, 3):
-            out = np.full(p.dst.physical_shape, 0x5A, np.uint8).view(np.uint8) \
-                .repeat(np.dtype(_STORAGE[dtype]).itemsize).view(_STORAGE[dtype]) \
-                .reshape(p.dst.physical_shape)
+            out = sentinel(p.dst.physical_shape, STORAGE[dtype])
             got = p(xs, out=out, threads=threads)
             assert got is out
             assert np.array_equal(uint_view(out), uint_view(expected)), \
@@ -111,7 +98,7 @@ def test_strided_sources(simd, dst, view, blocks, dtype):
     """Views of an oihw source: a reversed or stepped O axis and an offset start keep each
     row's I x h x w contiguous, so the block kernel runs them; a reversed I axis does not."""
     rng = np.random.default_rng(3)
-    big = _random((41, 37, 3, 3), dtype, rng)
+    big = random_storage((41, 37, 3, 3), dtype, rng)
     v = {"o_reversed": big[::-1], "offset": big[2:, 3:], "o_step": big[::2, 1:],
          "i_reversed": big[:, ::-1]}[view]
     before = big.copy()

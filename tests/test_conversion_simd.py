@@ -14,10 +14,11 @@ import reorder as ro
 from reorder import _convert, api
 from reorder.plan_cache import cached_plan
 import quant_reference as qr
+from quant_reference import bits
+from simd_paths import convert_modes
 
 AVX512 = _convert.simd_available()
 AVX2 = _convert.avx2_available()
-MODES = ([1, 2, 3] if AVX512 else [1] if AVX2 else []) + [0]
 
 
 def expected_path(mode, ddt):
@@ -34,17 +35,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning",
                                         "ignore:overflow:RuntimeWarning")
 
 
-@pytest.fixture(params=MODES, ids=lambda m: {1: "widest", 2: "avx512-bf16emu", 3: "avx2",
-                                              0: "portable"}[m])
-def mode(request):
-    _convert.set_simd(request.param)
-    yield request.param
-    _convert.set_simd(1)
-
-
-def bits(a):
-    a = np.asarray(a)
-    return a.reshape(-1).view(f"u{a.dtype.itemsize}")
+mode = convert_modes({1: "widest", 2: "avx512-bf16emu", 3: "avx2", 0: "portable"})
 
 
 # the pairs of issue 16, part B (and their attributes)
@@ -66,18 +57,21 @@ def special_f32(n, rng):
     return out
 
 
+# the 16-bit patterns every bf16 / f16 source starts with: +-inf, a quiet and a signalling
+# NaN, the smallest subnormal of each sign, -0, then +0 (bf16) or the largest subnormal (f16)
+SPECIAL_16 = {"bf16": [0x7F80, 0xFF80, 0x7FC1, 0x7F81, 0x0001, 0x8001, 0x8000, 0x0000],
+              "f16": [0x7C00, 0xFC00, 0x7E01, 0x7C01, 0x0001, 0x8001, 0x8000, 0x03FF]}
+
+
 def source_values(sdt, n, rng):
     """n values in sdt's storage covering its special values."""
     if sdt == "f32":
         return special_f32(n, rng)
-    if sdt == "bf16":
-        return np.concatenate([np.array([0x7F80, 0xFF80, 0x7FC1, 0x7F81, 0x0001, 0x8001,
-                                         0x8000, 0x0000], np.uint16),
-                               rng.integers(0, 1 << 16, max(n - 8, 0)).astype(np.uint16)])[:n]
-    if sdt == "f16":
-        return np.concatenate([np.array([0x7C00, 0xFC00, 0x7E01, 0x7C01, 0x0001, 0x8001,
-                                         0x8000, 0x03FF], np.uint16),
-                               rng.integers(0, 1 << 16, max(n - 8, 0)).astype(np.uint16)])[:n].view(np.float16)
+    if sdt in SPECIAL_16:
+        special = np.array(SPECIAL_16[sdt], np.uint16)
+        rest = rng.integers(0, 1 << 16, max(n - len(special), 0)).astype(np.uint16)
+        u16 = np.concatenate([special, rest])[:n]
+        return u16.view(np.float16) if sdt == "f16" else u16
     info = np.iinfo(qr.NUMPY[sdt])
     return rng.integers(info.min, info.max + 1, n).astype(qr.NUMPY[sdt])
 
@@ -102,16 +96,12 @@ def check(src_flat, dims, stag, dtag, sdt, ddt, *, threads=None, runner=None, pa
 
 def attrs_for(sdt, ddt):
     """The attributes the benchmarks use for this pair, and a second set of values."""
-    if ddt in ("s8", "u8"):
-        kw = {"dst_scales": 0.01}
-        if ddt == "u8":
-            kw["dst_zero_point"] = 128
-        return kw
-    if sdt in ("s8", "u8"):
-        kw = {"src_scales": 0.01}
-        if sdt == "u8":
-            kw["src_zero_point"] = 128
-        return kw
+    for side, dt in (("dst", ddt), ("src", sdt)):     # the integer side; dst first
+        if dt in ("s8", "u8"):
+            kw = {f"{side}_scales": 0.01}
+            if dt == "u8":
+                kw[f"{side}_zero_point"] = 128
+            return kw
     return {}
 
 

@@ -16,7 +16,9 @@ import reorder as ro
 from reorder import _convert
 from reorder.plan_cache import cached_plan
 import quant_reference as qr
+from quant_reference import bits
 from reference import ref_physical_shape
+from simd_paths import CONVERT_MODES as SIMD, convert_modes
 
 try:
     import ml_dtypes
@@ -26,22 +28,8 @@ except ImportError:             # pragma: no cover
 TYPES = ["f32", "f64", "f16", "bf16", "s8", "u8", "s32"]
 UNSUPPORTED = {("bf16", "s32"), ("s32", "bf16"), ("f16", "s32"), ("s32", "f16")}
 PAIRS = [(s, d) for s in TYPES for d in TYPES if s != d and (s, d) not in UNSUPPORTED]
-# 1: the widest SIMD (AVX-512 with hardware bf16 if present, else AVX2), 2: AVX-512 with
-# emulated bf16, 3: AVX2 where AVX-512 also exists, 0: portable
-SIMD = ([1, 2, 3] if _convert.simd_available() else [1] if _convert.avx2_available() else []) + [0]
 SIMD_IDS = {1: "simd", 2: "simd-bf16emu", 3: "avx2", 0: "portable"}
-
-
-@pytest.fixture(params=SIMD, ids=SIMD_IDS.get)
-def simd(request):
-    _convert.set_simd(request.param)
-    yield request.param
-    _convert.set_simd(1)
-
-
-def bits(a):
-    a = np.asarray(a)
-    return a.reshape(-1).view(f"u{a.dtype.itemsize}")
+simd = convert_modes(SIMD_IDS)
 
 
 def check(src_flat, dims, stag, dtag, sdt, ddt, threads=None, out_fill=None, **kw):

@@ -11,6 +11,7 @@ import pytest
 from reorder import reference as demo_ref
 
 import reference as suite_ref
+from spec_offsets import SPEC_OFFSETS
 
 
 def test_imports_nothing_from_the_package():
@@ -20,14 +21,8 @@ def test_imports_nothing_from_the_package():
     assert imported and all(m in ("math", "numpy") for m in imported), imported
 
 
-# (tag, dims, logical index, element offset): spec §1.4, computed by hand there
-HAND_OFFSETS = [
-    ("nChw16c", (2, 20, 5, 7), (1, 19, 2, 3), 1955),
-    ("OIhw4i16o4i", (20, 10, 3, 3), (17, 9, 1, 2), 3717),
-    ("OIhw8i16o2i", (20, 10, 3, 3), (17, 9, 1, 2), 3715),
-    ("AB16b16a2b", (16, 63), (5, 37), 587),
-    ("AB32a32b8a4b", (100, 70), (45, 57), 5589),
-    ("nhwc", (2, 20, 5, 7), (1, 19, 2, 3), 1059),
+# (tag, dims, logical index, element offset): spec §1.4's, then more computed by hand
+HAND_OFFSETS = SPEC_OFFSETS + [
     # by hand here: nchw 2x3x4x5, (1, 2, 3, 4) -> 60 + 40 + 15 + 4
     ("nchw", (2, 3, 4, 5), (1, 2, 3, 4), 119),
     # hwio 2x3x4x5 (o, i, h, w): strides o=1, i=2, h=30, w=6; (1, 2, 3, 4) -> 1 + 4 + 90 + 24

@@ -18,6 +18,7 @@ from reference import (
     ref_physical_shape,
     ref_strides,
 )
+from spec_offsets import SPEC_OFFSETS
 
 # (tag as the user writes it, abstract tag, dims)
 CASES = [
@@ -115,14 +116,7 @@ def test_physical_shape_examples(tag, dims, shape):
     assert tuple(Desc(dims, np.float32, tag).physical_shape) == shape
 
 
-@pytest.mark.parametrize("tag,dims,idx,expected", [
-    ("nChw16c", (2, 20, 5, 7), (1, 19, 2, 3), 1955),
-    ("OIhw4i16o4i", (20, 10, 3, 3), (17, 9, 1, 2), 3717),
-    ("OIhw8i16o2i", (20, 10, 3, 3), (17, 9, 1, 2), 3715),
-    ("AB16b16a2b", (16, 63), (5, 37), 587),
-    ("AB32a32b8a4b", (100, 70), (45, 57), 5589),
-    ("nhwc", (2, 20, 5, 7), (1, 19, 2, 3), 1059),
-])
+@pytest.mark.parametrize("tag,dims,idx,expected", SPEC_OFFSETS)
 def test_worked_offsets(tag, dims, idx, expected):
     assert Desc(dims, np.float32, tag).offset(*idx) == expected
 

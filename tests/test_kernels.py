@@ -8,6 +8,7 @@ from reorder import _kernels
 from reorder.plan_cache import cached_plan
 
 from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
+from simd_paths import kernel_paths
 
 # (src tag, dst tag, dims, kernel the planner must pick)
 CASES = [
@@ -49,13 +50,7 @@ def _to_plain_src(dims, tag, dtype, rng):
     return ref_from_plain(plain, plain_tag, tag) if tag != plain_tag else plain
 
 
-@pytest.fixture(params=["avx512", "avx2", False], ids=["avx512", "avx2", "portable"])
-def simd(request):
-    if request.param and request.param not in _kernels.simd_paths():
-        pytest.skip(f"this CPU has no {request.param}")
-    _kernels.set_simd(request.param)
-    yield request.param
-    _kernels.set_simd(True)
+simd = kernel_paths("avx512", "avx2")
 
 
 @pytest.fixture(params=[False, True], ids=["cached-stores", "streaming-stores"])

@@ -6,18 +6,12 @@ import pytest
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
 import reorder as ro
-from reorder import _lowbit
 from lowbit_reference import (pack_nibbles, place, quantize_ref, reorder_decode_bits,
                               reorder_encode, unpack_nibbles)
+from simd_paths import lowbit_rows
 
 
-@pytest.fixture(params=["simd", "scalar"])
-def rows(request):
-    if request.param == "simd" and not _lowbit.simd_available():
-        pytest.skip("no AVX2 + F16C")
-    _lowbit.set_simd(request.param == "simd")
-    yield request.param
-    _lowbit.set_simd(True)
+rows = lowbit_rows()
 
 
 def _f16_grid_values():

@@ -8,17 +8,11 @@ import pytest
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
 import reorder as ro
-from reorder import _lowbit
 from lowbit_reference import pack_nibbles, place, quantize_ref
+from simd_paths import lowbit_rows
 
 
-@pytest.fixture(params=["simd", "scalar"])
-def rows(request):
-    if request.param == "simd" and not _lowbit.simd_available():
-        pytest.skip("no AVX2 + F16C")
-    _lowbit.set_simd(request.param == "simd")
-    yield request.param
-    _lowbit.set_simd(True)
+rows = lowbit_rows()
 
 
 def expected(x, tag, dt, sc=None, zp=None, mask=0, groups=(1, 1), packed=True):

@@ -252,17 +252,23 @@ def test_int8_without_vnni_halves_and_u8_drops_compensation(model, tmp_path):
     assert "stem.weight.compensation" not in w and "stem.weight.scales" in w
 
 
+def _gpu_images(path, out, target, dt, refusal):
+    """Convert to a GPU image target: refused, with nothing written, while the grouped conv
+    has no image kind (neither MACE nor MNN has grouped convolution on the GPU); done with a
+    rule keeping that one plain (goihw). The loaded result."""
+    with pytest.raises(ro.ReorderError, match=refusal):
+        ro.convert(path, out, target=target, dtype=dt)
+    assert not out.exists()
+    ro.convert(path, out, target=target, dtype=dt,
+               rules=[{"match": "grouped.weight", "dst": "abcde"}])
+    return ro.load(out)
+
+
 def test_mace_images_equal_to_image_array(model, tmp_path):
     path, arrays = model
     for dt, npdt in (("f32", np.float32), ("f16", np.float16)):
-        out = tmp_path / f"mace-{dt}.safetensors"
-        with pytest.raises(ro.ReorderError, match="grouped.weight.*no image kind for grouped"):
-            ro.convert(path, out, target="mace-gpu", dtype=dt)
-        assert not out.exists()
-        # MACE has no grouped convolution on the GPU: a rule keeps that one plain (goihw)
-        ro.convert(path, out, target="mace-gpu", dtype=dt,
-                   rules=[{"match": "grouped.weight", "dst": "abcde"}])
-        w = ro.load(out)
+        w = _gpu_images(path, tmp_path / f"mace-{dt}.safetensors", "mace-gpu", dt,
+                        "grouped.weight.*no image kind for grouped")
         for name in CONV:
             want = rocl.to_image_array(arrays[name], "conv2d_filter").astype(npdt)
             assert np.array_equal(w[name][0], want), name
@@ -309,13 +315,8 @@ def mnn_image_ref(kind, t, pad_i):
 def test_mnn_images_equal_mnns_index_formulas(model, tmp_path):
     path, arrays = model
     for dt, npdt in (("f32", np.float32), ("f16", np.float16)):
-        out = tmp_path / f"mnn-{dt}.safetensors"
-        with pytest.raises(ro.ReorderError, match="grouped.weight.*mnn-gpu has no image kind"):
-            ro.convert(path, out, target="mnn-gpu", dtype=dt)
-        assert not out.exists()
-        ro.convert(path, out, target="mnn-gpu", dtype=dt,
-                   rules=[{"match": "grouped.weight", "dst": "abcde"}])
-        w = ro.load(out)
+        w = _gpu_images(path, tmp_path / f"mnn-{dt}.safetensors", "mnn-gpu", dt,
+                        "grouped.weight.*mnn-gpu has no image kind")
         assert w.preset == "mnn-gpu"
         _aligned(w)
         # stem has I = 3: one zero column; proj has O = 30: two zero lanes in its last rows

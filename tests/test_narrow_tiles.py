@@ -10,6 +10,8 @@ from reorder import _kernels
 from reorder.plan_cache import cached_plan
 
 from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
+from simd_paths import kernel_paths
+from storage_values import random_storage, sentinel
 
 # (src tag, dst tag, dims): short A (16 rows), long A, ragged columns, padding on either side,
 # B over two src nodes (hw then i16), A over two dst nodes (i4 then o16)
@@ -33,28 +35,8 @@ CASES = [
 ]
 
 DTYPES = ["bf16", "f16", "s8", "u8"]
-_STORAGE = {"bf16": np.uint16, "f16": np.float16, "s8": np.int8, "u8": np.uint8}
 
-
-@pytest.fixture(params=["avx512", "avx2", False], ids=["avx512", "avx2", "portable"])
-def simd(request):
-    if request.param and request.param not in _kernels.simd_paths():
-        pytest.skip(f"this CPU has no {request.param}")
-    _kernels.set_simd(request.param)
-    yield request.param
-    _kernels.set_simd(True)
-
-
-def _random(dims, dtype, rng):
-    st = _STORAGE[dtype]
-    if dtype == "f16":
-        return rng.standard_normal(dims).astype(st)
-    return rng.integers(0, 1 << (8 * np.dtype(st).itemsize), dims, dtype=np.uint64).astype(st)
-
-
-def _sentinel(shape, storage):
-    return np.full(shape, 0x5A, np.uint8).view(np.uint8).repeat(np.dtype(storage).itemsize) \
-        .view(storage).reshape(shape) if shape else np.empty(shape, storage)
+simd = kernel_paths("avx512", "avx2")
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["cached", "streamed"])
@@ -63,7 +45,7 @@ def _sentinel(shape, storage):
 def test_narrow_tile_matches_reference(simd, streaming, stag, dtag, dims, dtype):
     rng = np.random.default_rng(7)
     plain_tag = "abcd"
-    plain = _random(dims, dtype, rng)
+    plain = random_storage(dims, dtype, rng)
     x = ref_from_plain(plain, plain_tag, stag) if stag != plain_tag else plain
     p = cached_plan(ro.Desc(dims, dtype, stag), ro.Desc(dims, dtype, dtag),
                     stream_min_bytes=0 if streaming else 1 << 62)
@@ -79,7 +61,7 @@ def test_narrow_tile_matches_reference(simd, streaming, stag, dtag, dims, dtype)
         else:
             assert tile.startswith("avx2 bytes"), (tile, p.explain())
     for threads in (1, 2, 3):
-        out = _sentinel(p.dst.physical_shape, x.dtype)
+        out = sentinel(p.dst.physical_shape, x.dtype)
         p(x, out=out, threads=threads)
         assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
 
@@ -111,7 +93,7 @@ def test_views_through_narrow_tiles(view, dtype):
     """Negative-stride and offset views of an nchw source: the channel axis is reversed or
     starts inside a bigger buffer, h*w stays contiguous, so the tile still runs."""
     rng = np.random.default_rng(11)
-    big = _random((3, 45, 9, 11), dtype, rng)
+    big = random_storage((3, 45, 9, 11), dtype, rng)
     v = {"negative": big[:, ::-1], "offset": big[1:, 5:], "both": big[1:, :4:-1]}[view]
     if dtype == "bf16":
         got = ro.reorder(v, "nchw", "nChw16c", src_dtype="bf16")

@@ -106,14 +106,28 @@ def test_quantize_takes_reorders_spelling_of_scales():
 
 # --- caches under Python threads -------------------------------------------------------------
 
+def _run_in_threads(work, n=8):
+    """work(t) for t in range(n), each on its own thread, with Python switching threads as
+    often as it can; the threads, joined (two minutes each at most)."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(n)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(120)
+    finally:
+        sys.setswitchinterval(old)
+    return threads
+
+
 def test_signature_cache_eviction_under_eight_python_threads():
     """The eviction itself, hammered: 8 threads insert distinct keys into one cache of 4, so
     each insert evicts. Unlocked, two threads popped the same oldest key (KeyError) or
     iterated while another inserted ("dictionary changed size")."""
     from reorder import api
     cache, errors, barrier = {}, [], threading.Barrier(8)
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
 
     def work(t):
         try:
@@ -123,14 +137,7 @@ def test_signature_cache_eviction_under_eight_python_threads():
         except Exception as exc:
             errors.append((t, repr(exc)))
 
-    try:
-        threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(120)
-    finally:
-        sys.setswitchinterval(old)
+    _run_in_threads(work)
     assert not errors, errors[:3]
     assert len(cache) == 4 and all(cache[key] == key[1] for key in cache)
 
@@ -142,8 +149,6 @@ def test_plan_caches_under_eight_python_threads(monkeypatch):
     # tiny signature caches: every call evicts, so two threads evict at once many times
     monkeypatch.setattr(api, "_BY_KEY_MAX", 2)
     monkeypatch.setattr(api, "_QUANTIZE_MAX", 2)
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)         # switch threads as often as possible
     errors, barrier = [], threading.Barrier(8)
 
     def work(t):
@@ -166,13 +171,6 @@ def test_plan_caches_under_eight_python_threads(monkeypatch):
         except Exception as exc:          # any exception in a thread fails the test
             errors.append(("raised", t, repr(exc)))
 
-    try:
-        threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(120)
-    finally:
-        sys.setswitchinterval(old)
+    threads = _run_in_threads(work)
     assert not any(th.is_alive() for th in threads), "a thread hung"
     assert not errors, errors[:5]

@@ -1,0 +1,47 @@
+"""Fixtures that run a test once per SIMD path of an extension (those this CPU lacks are
+skipped) and once on its portable code, putting the default path back afterwards. Each test
+module names the fixture it gets, e.g. `simd = kernel_paths("avx512", "avx2")`."""
+import pytest
+
+from reorder import _convert, _kernels, _lowbit
+
+# _convert.set_simd modes: 1 the widest SIMD (AVX-512 with hardware bf16 if present, else
+# AVX2), 2 AVX-512 with emulated bf16, 3 AVX2 where AVX-512 also exists, 0 portable
+CONVERT_MODES = ([1, 2, 3] if _convert.simd_available() else [1] if _convert.avx2_available()
+                 else []) + [0]
+
+
+def kernel_paths(*paths):
+    """A fixture over the move kernels' `paths` ("avx512", "avx2") and False (portable); its
+    value is the path."""
+    @pytest.fixture(params=[*paths, False], ids=[*paths, "portable"])
+    def simd(request):
+        if request.param and request.param not in _kernels.simd_paths():
+            pytest.skip(f"this CPU has no {request.param}")
+        _kernels.set_simd(request.param)
+        yield request.param
+        _kernels.set_simd(True)
+    return simd
+
+
+def convert_modes(ids):
+    """A fixture over CONVERT_MODES, test ids from `ids` (mode -> id); its value is the mode."""
+    @pytest.fixture(params=CONVERT_MODES, ids=ids.get)
+    def mode(request):
+        _convert.set_simd(request.param)
+        yield request.param
+        _convert.set_simd(1)
+    return mode
+
+
+def lowbit_rows():
+    """A fixture over the low-bit kernels' vector rows ("simd", AVX2 + F16C) and scalar rows
+    ("scalar"); its value is the name."""
+    @pytest.fixture(params=["simd", "scalar"])
+    def rows(request):
+        if request.param == "simd" and not _lowbit.simd_available():
+            pytest.skip("no AVX2 + F16C")
+        _lowbit.set_simd(request.param == "simd")
+        yield request.param
+        _lowbit.set_simd(True)
+    return rows

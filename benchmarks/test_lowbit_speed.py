@@ -26,16 +26,10 @@ def _np_s4_blocked(w, inv, zp, G):
     return ((blocks[0::2] & 0xF) | (blocks[1::2] << 4)).astype(np.uint8)
 
 
-def _copy(benchmark, nbytes):
-    a = np.ones(nbytes // 2, np.uint8)
-    b = np.empty_like(a)
-    benchmark(np.copyto, b, a)
-
-
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("G", [32, 128])
 @pytest.mark.parametrize("impl", ["reorder", "copy", "numpy"])
-def test_s4_grouped_speed(benchmark, record, weights, impl, G, threads):
+def test_s4_grouped_speed(benchmark, time_copy, record, weights, impl, G, threads):
     if impl == "numpy" and threads != 1:
         pytest.skip("numpy is single-threaded")
     w = weights
@@ -52,7 +46,7 @@ def test_s4_grouped_speed(benchmark, record, weights, impl, G, threads):
         benchmark(ro.reorder, w, "ab", "BA16a64b4a", threads=threads, out=out, **kw)
         np.testing.assert_array_equal(out, _np_s4_blocked(w, inv, zp.astype(np.float32), G))
     elif impl == "copy":
-        _copy(benchmark, nbytes)
+        time_copy(nbytes)
     else:
         benchmark(_np_s4_blocked, w, inv, zp.astype(np.float32), G)
     record(group, impl, nbytes)
@@ -61,7 +55,7 @@ def test_s4_grouped_speed(benchmark, record, weights, impl, G, threads):
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
 @pytest.mark.parametrize("impl", ["reorder", "copy", "numpy"])
-def test_f8_speed(benchmark, record, weights, impl, fmt, threads):
+def test_f8_speed(benchmark, time_copy, record, weights, impl, fmt, threads):
     if impl == "numpy" and threads != 1:
         pytest.skip("numpy is single-threaded")
     w = weights
@@ -76,7 +70,7 @@ def test_f8_speed(benchmark, record, weights, impl, fmt, threads):
         benchmark(ro.reorder, w, "ab", "ab", dtype=f"f8_{fmt}", threads=threads, out=out)
         np.testing.assert_array_equal(out.view(np.uint8), numpy_version().view(np.uint8))
     elif impl == "copy":
-        _copy(benchmark, nbytes)
+        time_copy(nbytes)
     else:
         benchmark(numpy_version)
     record(group, impl, nbytes)
@@ -97,7 +91,7 @@ def _np_s4_back(packed, scales, zp, G):
 
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("impl", ["reorder", "copy", "numpy"])
-def test_s4_read_back_speed(benchmark, record, weights, impl, threads):
+def test_s4_read_back_speed(benchmark, time_copy, record, weights, impl, threads):
     """The way back: s4 BA16a64b4a with scales and zero points per group of 128 -> f32 ab,
     into a result the caller keeps (out=)."""
     if impl == "numpy" and threads != 1:
@@ -118,7 +112,7 @@ def test_s4_read_back_speed(benchmark, record, weights, impl, threads):
         benchmark(ro.reorder, q, "BA16a64b4a", "ab", threads=threads, out=out, **kw)
         np.testing.assert_array_equal(out, _np_s4_back(q, scales, zp, G))
     elif impl == "copy":
-        _copy(benchmark, nbytes)
+        time_copy(nbytes)
     else:
         benchmark(_np_s4_back, q, scales, zp, G)
     record(group, impl, nbytes)

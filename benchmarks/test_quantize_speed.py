@@ -36,7 +36,7 @@ S8_CASES = [(256, 256, 3, 3), (512, 512, 3, 3)]
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("dims", S8_CASES, ids=lambda d: "x".join(map(str, d)))
 @pytest.mark.parametrize("impl", ["reorder", "copy", "numpy"])
-def test_quantize_speed(benchmark, record, impl, dims, threads):
+def test_quantize_speed(benchmark, time_copy, record, impl, dims, threads):
     if impl == "numpy" and threads != 1:
         pytest.skip("numpy is single-threaded")
     rng = np.random.default_rng(0)
@@ -56,9 +56,7 @@ def test_quantize_speed(benchmark, record, impl, dims, threads):
         np.testing.assert_array_equal(out, ref)
         np.testing.assert_array_equal(q.compensation, comp)
     elif impl == "copy":
-        a = np.ones(nbytes // 2, np.uint8)
-        b = np.empty_like(a)
-        benchmark(np.copyto, b, a)
+        time_copy(nbytes)
     else:
         benchmark(_np_quantize, w, scales, out)
     record(group, impl, nbytes)
@@ -71,7 +69,7 @@ HALF_CASES = [(1, 64, 112, 112), (8, 256, 56, 56)]
 @pytest.mark.parametrize("dims", HALF_CASES, ids=lambda d: "x".join(map(str, d)))
 @pytest.mark.parametrize("dt", ["bf16", "f16"])
 @pytest.mark.parametrize("impl", ["reorder", "copy", "numpy"])
-def test_half_speed(benchmark, record, impl, dt, dims, threads):
+def test_half_speed(benchmark, time_copy, record, impl, dt, dims, threads):
     if impl == "numpy" and (threads != 1 or (dt == "bf16" and ml_dtypes is None)):
         pytest.skip("numpy is single-threaded" if threads != 1 else "needs ml_dtypes")
     x = np.random.default_rng(0).standard_normal(dims).astype(np.float32)
@@ -87,9 +85,7 @@ def test_half_speed(benchmark, record, impl, dt, dims, threads):
             _np_to_nChw16c(x, ref, out.dtype)
             np.testing.assert_array_equal(out.view(np.uint16), ref.view(np.uint16))
     elif impl == "copy":
-        a = np.ones(nbytes // 2, np.uint8)
-        b = np.empty_like(a)
-        benchmark(np.copyto, b, a)
+        time_copy(nbytes)
     else:
         benchmark(_np_to_nChw16c, x, out, out.dtype)
     record(group, impl, nbytes)

@@ -12,15 +12,10 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 import reorder as ro
 from reorder import _lowbit
 from lowbit_reference import decode_bits, pack_nibbles, place, scale_index
+from simd_paths import lowbit_rows
 
 
-@pytest.fixture(params=["simd", "scalar"])
-def rows(request):
-    if request.param == "simd" and not _lowbit.simd_available():
-        pytest.skip("no AVX2 + F16C")
-    _lowbit.set_simd(request.param == "simd")
-    yield request.param
-    _lowbit.set_simd(True)
+rows = lowbit_rows()
 
 
 RANGE = {"s4": (-8, 7), "u4": (0, 15), "s8": (-128, 127), "u8": (0, 255)}

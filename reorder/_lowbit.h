@@ -374,10 +374,22 @@ typedef struct {
     int fast;                /* X of a BA{Ta}a{Tb}b{X}a tile (2 or 4) with Tb % 32 == 0, packed; else 0 */
 } lb_tile_t;
 
+/* buf (Ta x Tb codes in logical order) -> the tile's physical order, two a byte when nib */
+static void lb_tile_pack(const lb_tile_t* T, const uint8_t* buf, uint8_t* dst) {
+    const int32_t* tab = T->tab;
+    int64_t n = T->Ta * T->Tb;
+    if (T->nib) {
+        for (int64_t k = 0; k < n; k += 2)
+            dst[k >> 1] = (uint8_t)((buf[tab[k]] & 0xfu) | (buf[tab[k + 1]] << 4));
+    } else {
+        for (int64_t k = 0; k < n; k++) dst[k] = buf[tab[k]];
+    }
+}
+
 static void lb_quant_tile(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, int64_t col0,
                           uint8_t* dst, uint8_t* buf) {
     lb_q_t q = *q0;
-    int64_t Ta = T->Ta, Tb = T->Tb, n = Ta * Tb;
+    int64_t Ta = T->Ta, Tb = T->Tb;
     int64_t nrows = T->K - row0 % T->K, ncols = T->N - col0;
     if (nrows > Ta) nrows = Ta;
     if (ncols > Tb) ncols = Tb;
@@ -391,13 +403,15 @@ static void lb_quant_tile(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, in
         lb_quant_row(&q, T->src + T->row_off[r] + col0, NULL, base, 0, b, ncols);
         if (ncols < Tb) memset(b + ncols, 0, (size_t)(Tb - ncols));
     }
-    const int32_t* tab = T->tab;
-    if (T->nib) {
-        for (int64_t k = 0; k < n; k += 2)
-            dst[k >> 1] = (uint8_t)((buf[tab[k]] & 0xfu) | (buf[tab[k + 1]] << 4));
-    } else {
-        for (int64_t k = 0; k < n; k++) dst[k] = buf[tab[k]];
-    }
+    lb_tile_pack(T, buf, dst);
+}
+
+/* A tile from rows of codes one a byte (row i at stage + i * W): rows copied into buf (L1),
+ * then gathered through the position table. */
+static void lb_tile_gather(const lb_tile_t* T, const uint8_t* stage, int64_t W, uint8_t* dst,
+                           uint8_t* buf) {
+    for (int64_t i = 0; i < T->Ta; i++) memcpy(buf + i * T->Tb, stage + i * W, (size_t)T->Tb);
+    lb_tile_pack(T, buf, dst);
 }
 
 #if LB_X86
@@ -441,7 +455,7 @@ static void lb_quant_strip(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, c
     int64_t k = 0;
 #if LB_X86
     int64_t Ta = T->Ta, Tb = T->Tb;
-    if (T->fast && lb_simd && q0->colidx == NULL && T->K - row0 % T->K >= Ta) {
+    if (lb_simd && q0->colidx == NULL && T->K - row0 % T->K >= Ta) {
         lb_q_t q = *q0;
         q.pair = 0;
         while (k < nt) {
@@ -460,8 +474,12 @@ static void lb_quant_strip(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, c
                 int64_t base = T->qbase ? T->qbase[r] + c0 * q.colstep : 0;
                 lb_quant_row(&q, T->src + T->row_off[r] + c0, NULL, base, 0, stage + i * W, W);
             }
-            for (int64_t t = 0; t < n; t++)
-                lb_tile_from_stage(stage + t * Tb, W, Ta, Tb, T->fast, dst + toff[k + t]);
+            for (int64_t t = 0; t < n; t++) {
+                if (T->fast)
+                    lb_tile_from_stage(stage + t * Tb, W, Ta, Tb, T->fast, dst + toff[k + t]);
+                else
+                    lb_tile_gather(T, stage + t * Tb, W, dst + toff[k + t], buf);
+            }
             k += n;
         }
         return;

@@ -127,9 +127,12 @@ def quant_tiles(uintptr_t src, const int64_t[::1] row_off, qbase, str code, inv,
     cdef uint8_t* d = <uint8_t*>out
     if n == 0:
         return
-    if fast:       # strips of Ta rows (the tiles come in source row order): lb_quant_strip
-        rows = np.asarray(tile_row)
-        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]).astype(np.int64)
+    # strips of Ta rows (the tiles come in source row order): lb_quant_strip quantizes whole
+    # rows into a stage; the vector tiles need it, other tiles take it when every thread
+    # gets a strip
+    rows = np.asarray(tile_row)
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]).astype(np.int64)
+    if fast or len(starts) >= nthreads:
         return _quant_strips(&q, &T, tile_off, tile_row, tile_col, np.r_[starts, n], d, nthreads)
     nthreads = max(1, min(nthreads, n))
     scratch = np.empty(nthreads * Ta * Tb, np.uint8)     # one L1 tile buffer per thread

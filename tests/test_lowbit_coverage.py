@@ -199,18 +199,23 @@ def test_quantize_out(tag):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("tag,dt,dims", [("BA64a64b4a", "s4", (72, 4200)),
-                                         ("BA8a32b2a", "u4", (2, 24, 4200))])
+                                         ("BA8a32b2a", "u4", (2, 24, 4200)),
+                                         ("AB64b64a", "u4", (72, 4200)),
+                                         ("AB64b64a", "f8_e4m3", (72, 4200))])
 def test_wide_strips_against_reference(rows, threads, tag, dt, dims):
     """BA{n}a{m}b{X}a nibble tiles are built a strip of n rows at a time, through a staging
     buffer one run of tiles wide (at most 262144 bytes: 4096 columns for 64-row tiles).
     72 x 4200 in 64-row tiles: a run cut at 4096 columns, a right-edge tile cut at 40 columns,
     a strip cut by the end of K; 2 x 24 x 4200 in 8-row tiles (X = 2): strips in each of the
-    two matrices. Groups of 8 along K."""
+    two matrices. AB64b64a tiles are gathered from the same stage through the position
+    table, as nibbles and as f8 bytes. Groups of 8 along K."""
     G = 8
     x = _big(dims, seed=21)
     sdims = dims[:-2] + (dims[-2] // G, dims[-1])
     sc = np.random.default_rng(22).uniform(0.1, 1, sdims).astype(np.float32)
     zp = np.random.default_rng(23).integers(0 if dt == "u4" else -3, 4, sdims).astype(np.int8)
+    if dt.startswith("f8"):
+        zp = None
     src = "abc"[:len(dims)]
     btag = tag if len(dims) == 2 else "aCB8b32c2b"         # BA8a32b2a over the last two dims
     mask = (1 << len(dims)) - 1

@@ -398,7 +398,7 @@ static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int
     int avx512 = on && reorder_tile_bits == 512 && reorder_have_avx512();
     int avx2 = on && reorder_tile_bits >= 256 && reorder_have_avx2();
 #if REORDER_X86
-    if (avx2 && size == 1) return narrow_tall(A, na, nb, 1) ? "avx2 bytes 32x16" : "avx2 bytes 16x32";
+    if (avx2 && size == 1) return narrow_tall(A, na, nb, 1) ? "avx2 bytes 32x16" : "avx2 bytes 16x16";
     if (avx2 && size == 2) return narrow_tall(A, na, nb, 2) ? "avx2 words 16x8" : "avx2 words 16x16";
 #endif
     (void)A; (void)na; (void)nb;

@@ -4,11 +4,14 @@
  *
  *   tile_avx2_u16   16 rows x 16 columns of words: 16 loads of 32 bytes, a 16x16 word
  *                   transpose (in-lane unpacks, then one 128-bit lane exchange), 16 stores.
- *   tile_avx2_u8    16 x 16 byte transposes inside each 128-bit lane. Two shapes of tile:
- *                   16 rows x 32 columns (lane k holds columns 16k..16k+15; each dst row
- *                   gets 16 bytes), used when A is short (nchw -> nChw16c: A = c16), and
- *                   32 rows x 16 columns (lane k holds rows 16k..16k+15; each dst row gets
- *                   32 bytes), used when A is long (nChw16c -> nchw, nchw -> nhwc).
+ *   tile_avx2_u8    Two shapes of tile:
+ *                   16 rows x 16 columns, two rows a register (rows i and 8 + i), through
+ *                   the eight-register byte transpose; a column register is two dst rows of
+ *                   16 bytes, one 32-byte store when they are adjacent (nchw -> nChw16c).
+ *                   The default: nchw -> nChw16c, nchw -> nhwc, OIhw16i16o -> oihw.
+ *                   32 rows x 16 columns (lane k holds rows 16k..16k+15, a 16x16 byte
+ *                   transpose inside each lane; each dst row gets 32 bytes), when A is long
+ *                   and its rows close together (nChw16c -> nchw).
  *
  * Rows written only in part of a block (a C tail in nchw -> nhwc) go through a small buffer;
  * ragged column edges and blocks whose written rows are not a prefix run element-wise.
@@ -21,13 +24,14 @@
 
 #if REORDER_X86
 
-/* The tall tiles (rows of two blocks in one register) when A is long and its rows lie close
- * together in src (nChw16c -> nchw: one pixel's 16 channels each), or B is too narrow for
- * the wide byte tile's 32 columns (OIhw16i16o -> oihw: B = o16). With A's rows far apart
- * (nchw -> nhwc: whole channel planes), 32 rows would be 32 read streams, and the byte tile
- * keeps to 16 rows. */
+/* The tall tiles (rows of two blocks in one register): for words whenever A is long; for
+ * bytes when A is long and its rows lie close together in src (nChw16c -> nchw: one pixel's
+ * 16 channels each), where each dst row gets 32 bytes a tile. With A's rows far apart
+ * (nchw -> nhwc: whole channel planes), 32 rows would be 32 read streams, and the 16x16 byte
+ * tile takes them, as it takes a narrow B (OIhw16i16o -> oihw: B = o16). */
 static inline int narrow_tall(const arows_t* A, int64_t na, int64_t nb, int size) {
-    return na >= 32 && (size == 2 || nb < 32 || (A->nlo == 0 && A->slo * size <= 64));
+    (void)nb;
+    return na >= 32 && (size == 2 || (A->nlo == 0 && A->slo <= 64));
 }
 
 /* The number of written rows when they are a prefix of the block, else -1. */
@@ -230,39 +234,42 @@ static void tile_avx2_u16_tall(const uint16_t* src, const arows_t* A, int64_t na
     }
 }
 
-/* 16 rows x 32 columns: lane k of column register j is dst row b0 + 16k + j. */
+/* Column register q of the byte transpose is dst rows b0 + 2q and b0 + 2q + 1: one 32-byte
+ * store when they are adjacent 16-byte rows (nchw -> nChw16c), else two of 16 bytes. */
 __attribute__((target("avx2")))
-static void wide_u8_uniform(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
-                            int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
-    __m256i r[16];
+static inline void store_u8_pairs(uint8_t* d, int64_t dlo, const __m256i* r, int nt) {
+    if (dlo == 16 && nt && ((uintptr_t)d & 63) == 0)
+        for (int q = 0; q < 8; q++) _mm256_stream_si256((__m256i*)(d + 32 * q), r[q]);
+    else if (dlo == 16)
+        for (int q = 0; q < 8; q++) _mm256_storeu_si256((__m256i*)(d + 32 * q), r[q]);
+    else
+        for (int q = 0; q < 8; q++) {
+            _mm_storeu_si128((__m128i*)(d + 2 * q * dlo), _mm256_castsi256_si128(r[q]));
+            _mm_storeu_si128((__m128i*)(d + (2 * q + 1) * dlo), _mm256_extracti128_si256(r[q], 1));
+        }
+}
+
+/* 16 rows x 16 columns: row register i holds tile rows i and 8 + i. */
+__attribute__((target("avx2")))
+static void square_u8_uniform(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
+                              int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
+    __m256i r[8];
     for (int64_t a0 = 0; a0 < na; a0 += 16)
-        for (int64_t b0 = 0; b0 < bfull; b0 += 32) {
-            const uint8_t* s = src + a0 * slo + b0;
-            for (int i = 0; i < 16; i++) r[i] = _mm256_loadu_si256((const __m256i*)(s + i * slo));
-            avx2_tr16x16_epi8_lanes(r);
-            uint8_t* d = dst + (b0s + b0) * dlo + a0;
-            if (nt && dlo == 16 && ((uintptr_t)d & 63) == 0) {
-                for (int j = 0; j < 16; j++)
-                    _mm_stream_si128((__m128i*)(d + 16 * j), _mm256_castsi256_si128(r[j]));
-                for (int j = 0; j < 16; j++)
-                    _mm_stream_si128((__m128i*)(d + 256 + 16 * j), _mm256_extracti128_si256(r[j], 1));
-            } else {
-                for (int j = 0; j < 16; j++)
-                    _mm_storeu_si128((__m128i*)(d + j * dlo), _mm256_castsi256_si128(r[j]));
-                for (int j = 0; j < 16; j++)
-                    _mm_storeu_si128((__m128i*)(d + (16 + j) * dlo), _mm256_extracti128_si256(r[j], 1));
-            }
+        for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
+            load_row_pairs_strided(r, 8, src + a0 * slo + b0, slo);
+            avx2_tr16x16_epi8(r);
+            store_u8_pairs(dst + (b0s + b0) * dlo + a0, dlo, r, nt);
         }
 }
 
 __attribute__((target("avx2")))
-static void tile_avx2_u8_wide(const uint8_t* src, const arows_t* A, int64_t na, uint8_t* dst,
-                              const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
-    __m256i r[16];
-    int64_t soff[16], off[32];
+static void tile_avx2_u8_square(const uint8_t* src, const arows_t* A, int64_t na, uint8_t* dst,
+                                const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
+    __m256i r[8];
+    int64_t soff[16], off[16];
     uint32_t vm, wm;
-    int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)31;
-    int64_t afast = narrow_uniform_uint8_t(wide_u8_uniform, 16, src, A, na, dst, rows, bs, bfull,
+    int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)15;
+    int64_t afast = narrow_uniform_uint8_t(square_u8_uniform, 16, src, A, na, dst, rows, bs, bfull,
                                              nbv, nbw, nt);
     for (int64_t a0 = afast; a0 < na; a0 += 16) {
         int n = na - a0 < 16 ? (int)(na - a0) : 16;
@@ -270,22 +277,17 @@ static void tile_avx2_u8_wide(const uint8_t* src, const arows_t* A, int64_t na, 
         if (!wm) continue;
         int nw = prefix_rows(wm);
         int64_t bvec = nw > 0 ? bfull : 0;
-        for (int64_t b0 = 0; b0 < bvec; b0 += 32) {
-            int adjacent = row_offsets(rows, bs + b0, 32, off, 16);
-            load_rows(r, 16, src, soff, b0, 1, vm);
-            avx2_tr16x16_epi8_lanes(r);
-            uint8_t* d0 = dst + off[0] + a0;
-            if (nt && nw == 16 && adjacent && ((uintptr_t)d0 & 63) == 0) {
-                for (int j = 0; j < 16; j++)
-                    _mm_stream_si128((__m128i*)(d0 + 16 * j), _mm256_castsi256_si128(r[j]));
-                for (int j = 0; j < 16; j++)
-                    _mm_stream_si128((__m128i*)(d0 + 256 + 16 * j), _mm256_extracti128_si256(r[j], 1));
-            } else {
-                for (int j = 0; j < 16; j++)
-                    store_part128(dst + off[j] + a0, _mm256_castsi256_si128(r[j]), nw);
-                for (int j = 0; j < 16; j++)
-                    store_part128(dst + off[16 + j] + a0, _mm256_extracti128_si256(r[j], 1), nw);
-            }
+        for (int64_t b0 = 0; b0 < bvec; b0 += 16) {
+            int adjacent = row_offsets(rows, bs + b0, 16, off, 16);
+            load_row_pairs(r, 8, src, soff, b0, 1, vm);
+            avx2_tr16x16_epi8(r);
+            if (nw == 16 && adjacent)
+                store_u8_pairs(dst + off[0] + a0, 16, r, nt);
+            else
+                for (int q = 0; q < 8; q++) {
+                    store_part128(dst + off[2 * q] + a0, _mm256_castsi256_si128(r[q]), nw);
+                    store_part128(dst + off[2 * q + 1] + a0, _mm256_extracti128_si256(r[q], 1), nw);
+                }
         }
         edge_uint8_t(src, soff, vm, wm, n, a0, dst, rows, bs, bvec, nbv, nbw);
     }
@@ -354,7 +356,7 @@ static void tile_avx2_u8(const uint8_t* src, const arows_t* A, int64_t na, uint8
     if (narrow_tall(A, na, nbw, 1))
         tile_avx2_u8_tall(src, A, na, dst, rows, bs, nbv, nbw);
     else
-        tile_avx2_u8_wide(src, A, na, dst, rows, bs, nbv, nbw, nt);
+        tile_avx2_u8_square(src, A, na, dst, rows, bs, nbv, nbw, nt);
 }
 
 #endif

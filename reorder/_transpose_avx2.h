@@ -101,22 +101,28 @@ REORDER_TR_AVX2 void avx2_tr8x8_epi16_lanes(__m256i r[8]) {
     for (int c = 0; c < 8; c++) r[c] = t[c];
 }
 
+/* The first two levels of a byte transpose of n rows (8 or 16) in each lane: on return
+ * r[4g+m] holds columns 4m..4m+3 of rows 4g..4g+3 (t: n temporaries). */
+REORDER_TR_AVX2 void avx2_tr_epi8_levels12(__m256i* r, __m256i* t, int n) {
+    for (int k = 0; k < n / 2; k++) {       /* columns 0-7 / 8-15 of rows 2k, 2k+1 */
+        t[2 * k] = _mm256_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm256_unpackhi_epi8(r[2 * k], r[2 * k + 1]);
+    }
+    for (int g = 0; g < n / 4; g++) {
+        r[4 * g + 0] = _mm256_unpacklo_epi16(t[4 * g], t[4 * g + 2]);
+        r[4 * g + 1] = _mm256_unpackhi_epi16(t[4 * g], t[4 * g + 2]);
+        r[4 * g + 2] = _mm256_unpacklo_epi16(t[4 * g + 1], t[4 * g + 3]);
+        r[4 * g + 3] = _mm256_unpackhi_epi16(t[4 * g + 1], t[4 * g + 3]);
+    }
+}
+
 /* Lane 0 of r[i] is row i, lane 1 row 8 + i (16 bytes each); on return r[q] holds column 2q
  * in lane 0 and column 2q + 1 in lane 1. Three levels of in-lane unpacks leave each lane
  * with two 8-row half columns, and one qword permute a register joins the halves: eight
  * registers in and eight temporaries, where the 16-register byte transpose below needs 32. */
 REORDER_TR_AVX2 void avx2_tr16x16_epi8(__m256i r[8]) {
     __m256i t[8];
-    for (int k = 0; k < 4; k++) {           /* columns 0-7 / 8-15 of rows 2k, 2k+1 */
-        t[2 * k] = _mm256_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
-        t[2 * k + 1] = _mm256_unpackhi_epi8(r[2 * k], r[2 * k + 1]);
-    }
-    for (int g = 0; g < 2; g++) {           /* r[4g+m]: columns 4m..4m+3 of rows 4g..4g+3 */
-        r[4 * g + 0] = _mm256_unpacklo_epi16(t[4 * g], t[4 * g + 2]);
-        r[4 * g + 1] = _mm256_unpackhi_epi16(t[4 * g], t[4 * g + 2]);
-        r[4 * g + 2] = _mm256_unpacklo_epi16(t[4 * g + 1], t[4 * g + 3]);
-        r[4 * g + 3] = _mm256_unpackhi_epi16(t[4 * g + 1], t[4 * g + 3]);
-    }
+    avx2_tr_epi8_levels12(r, t, 8);
     for (int m = 0; m < 4; m++) {           /* t[q]: columns 2q, 2q+1 of rows 0..7 (lane 1: 8..15) */
         t[2 * m] = _mm256_unpacklo_epi32(r[m], r[4 + m]);
         t[2 * m + 1] = _mm256_unpackhi_epi32(r[m], r[4 + m]);
@@ -126,16 +132,7 @@ REORDER_TR_AVX2 void avx2_tr16x16_epi8(__m256i r[8]) {
 
 REORDER_TR_AVX2 void avx2_tr16x16_epi8_lanes(__m256i r[16]) {
     __m256i t[16];
-    for (int k = 0; k < 8; k++) {           /* columns 0-7 / 8-15 of rows 2k, 2k+1 */
-        t[2 * k] = _mm256_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
-        t[2 * k + 1] = _mm256_unpackhi_epi8(r[2 * k], r[2 * k + 1]);
-    }
-    for (int g = 0; g < 4; g++) {           /* r[4g+m]: columns 4m..4m+3 of rows 4g..4g+3 */
-        r[4 * g + 0] = _mm256_unpacklo_epi16(t[4 * g], t[4 * g + 2]);
-        r[4 * g + 1] = _mm256_unpackhi_epi16(t[4 * g], t[4 * g + 2]);
-        r[4 * g + 2] = _mm256_unpacklo_epi16(t[4 * g + 1], t[4 * g + 3]);
-        r[4 * g + 3] = _mm256_unpackhi_epi16(t[4 * g + 1], t[4 * g + 3]);
-    }
+    avx2_tr_epi8_levels12(r, t, 16);
     for (int h = 0; h < 2; h++)             /* t[8h+q]: columns 2q, 2q+1 of rows 8h..8h+7 */
         for (int m = 0; m < 4; m++) {
             t[8 * h + 2 * m] = _mm256_unpacklo_epi32(r[8 * h + m], r[8 * h + 4 + m]);

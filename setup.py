@@ -86,13 +86,14 @@ directives = dict(language_level=3, boundscheck=debug, wraparound=debug, initial
 opt = ["/O2"] if os.name == "nt" else ["-O3"]
 # The headers each module includes, so an edit to one rebuilds its module.
 headers = ["reorder/_blocks.h", "reorder/_cpu.h", "reorder/_simd.h", "reorder/_tiles_narrow.h",
-           "reorder/_transpose16.h"]
+           "reorder/_transpose_avx2.h", "reorder/_transpose_avx512.h"]
 extensions = [
     Extension("reorder._kernels", ["reorder/_kernels.pyx"], extra_compile_args=list(opt),
               depends=headers),
     # Conversions must round exactly as written: no a*b+c contraction into FMA.
     Extension("reorder._convert", ["reorder/_convert.pyx"],
-              depends=["reorder/_cpu.h", "reorder/_convert_simd.h", "reorder/_transpose16.h"],
+              depends=["reorder/_cpu.h", "reorder/_convert_simd.h", "reorder/_transpose_avx2.h",
+                       "reorder/_transpose_avx512.h"],
               extra_compile_args=list(opt) + ([] if os.name == "nt" else ["-ffp-contract=off"])),
     Extension("reorder._lowbit", ["reorder/_lowbit.pyx"],
               depends=["reorder/_cpu.h", "reorder/_lowbit.h"],

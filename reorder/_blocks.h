@@ -32,6 +32,7 @@
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define REORDER_BLK_X86 1
 #include <immintrin.h>
+#include "_transpose_avx2.h"
 #else
 #define REORDER_BLK_X86 0
 #endif
@@ -140,74 +141,6 @@ static void blk_deinterleave_scalar(const blk_t* b, const char* in, char* T) {
 static void blk_copy_out(char* d, const char* s, int64_t n, int nt, int simd);
 
 #if REORDER_BLK_X86
-/* ---- AVX2 register transposes ---------------------------------------------------------- */
-/* 8x8 of 32-bit elements: r[i] = row i; on return r[j] = column j. */
-__attribute__((target("avx2")))
-static inline void blk_tr8x8_d(__m256i r[8]) {
-    __m256 t[8], u[8];
-    for (int k = 0; k < 4; k++) {
-        t[2 * k] = _mm256_unpacklo_ps(_mm256_castsi256_ps(r[2 * k]), _mm256_castsi256_ps(r[2 * k + 1]));
-        t[2 * k + 1] = _mm256_unpackhi_ps(_mm256_castsi256_ps(r[2 * k]), _mm256_castsi256_ps(r[2 * k + 1]));
-    }
-    for (int g = 0; g < 2; g++) {
-        u[4 * g + 0] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-        u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
-        u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-        u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
-    }
-    for (int k = 0; k < 4; k++) {
-        r[k] = _mm256_castps_si256(_mm256_permute2f128_ps(u[k], u[4 + k], 0x20));
-        r[4 + k] = _mm256_castps_si256(_mm256_permute2f128_ps(u[k], u[4 + k], 0x31));
-    }
-}
-
-/* In each 128-bit lane, 8x8 of 16-bit words: r[i] = row i; on return r[j] = column j. */
-__attribute__((target("avx2")))
-static inline void blk_tr8x8_w_lanes(__m256i r[8]) {
-    __m256i t[8];
-    for (int k = 0; k < 4; k++) {
-        t[2 * k] = _mm256_unpacklo_epi16(r[2 * k], r[2 * k + 1]);
-        t[2 * k + 1] = _mm256_unpackhi_epi16(r[2 * k], r[2 * k + 1]);
-    }
-    for (int g = 0; g < 2; g++) {
-        r[4 * g + 0] = _mm256_unpacklo_epi32(t[4 * g], t[4 * g + 2]);
-        r[4 * g + 1] = _mm256_unpackhi_epi32(t[4 * g], t[4 * g + 2]);
-        r[4 * g + 2] = _mm256_unpacklo_epi32(t[4 * g + 1], t[4 * g + 3]);
-        r[4 * g + 3] = _mm256_unpackhi_epi32(t[4 * g + 1], t[4 * g + 3]);
-    }
-    for (int m = 0; m < 4; m++) {
-        t[2 * m] = _mm256_unpacklo_epi64(r[m], r[4 + m]);
-        t[2 * m + 1] = _mm256_unpackhi_epi64(r[m], r[4 + m]);
-    }
-    for (int c = 0; c < 8; c++) r[c] = t[c];
-}
-
-/* In each 128-bit lane, 16x16 bytes: r[i] = row i; on return r[j] = column j. */
-__attribute__((target("avx2")))
-static inline void blk_tr16x16_b_lanes(__m256i r[16]) {
-    __m256i t[16];
-    for (int k = 0; k < 8; k++) {
-        t[2 * k] = _mm256_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
-        t[2 * k + 1] = _mm256_unpackhi_epi8(r[2 * k], r[2 * k + 1]);
-    }
-    for (int g = 0; g < 4; g++) {
-        r[4 * g + 0] = _mm256_unpacklo_epi16(t[4 * g], t[4 * g + 2]);
-        r[4 * g + 1] = _mm256_unpackhi_epi16(t[4 * g], t[4 * g + 2]);
-        r[4 * g + 2] = _mm256_unpacklo_epi16(t[4 * g + 1], t[4 * g + 3]);
-        r[4 * g + 3] = _mm256_unpackhi_epi16(t[4 * g + 1], t[4 * g + 3]);
-    }
-    for (int h = 0; h < 2; h++)
-        for (int m = 0; m < 4; m++) {
-            t[8 * h + 2 * m] = _mm256_unpacklo_epi32(r[8 * h + m], r[8 * h + 4 + m]);
-            t[8 * h + 2 * m + 1] = _mm256_unpackhi_epi32(r[8 * h + m], r[8 * h + 4 + m]);
-        }
-    /* t[8h + c]: columns c-pairs ... of rows 8h..8h+7; combine the two row halves */
-    for (int c = 0; c < 8; c++) {
-        r[2 * c] = _mm256_unpacklo_epi64(t[c], t[8 + c]);
-        r[2 * c + 1] = _mm256_unpackhi_epi64(t[c], t[8 + c]);
-    }
-}
-
 /* Stage 1, plain -> blocked, AVX2: full tiles of valid columns; returns the first column
  * left for the portable loop. */
 __attribute__((target("avx2")))
@@ -224,7 +157,7 @@ static int64_t blk_gather_avx2(const blk_t* b, const char* rows, char* T, int64_
                 for (int i = 0; i < 8; i++)
                     v[i] = g + i < rv ? _mm256_loadu_si256((const __m256i*)(s + (g + i) * rs + c0))
                                       : _mm256_setzero_si256();
-                blk_tr8x8_d(v);
+                avx2_tr8x8_epi32(v);
                 for (int j = 0; j < 8; j++)
                     _mm256_storeu_si256((__m256i*)(t + (int64_t)q[c0 + j] * R + g), v[j]);
             }
@@ -240,7 +173,7 @@ static int64_t blk_gather_avx2(const blk_t* b, const char* rows, char* T, int64_
                     __m128i hi = g + 8 + i < rv ? _mm_loadu_si128((const __m128i*)(s + (g + 8 + i) * rs + c0)) : z;
                     v[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
                 }
-                blk_tr8x8_w_lanes(v);
+                avx2_tr8x8_epi16_lanes(v);
                 for (int j = 0; j < 8; j++)
                     _mm256_storeu_si256((__m256i*)(t + (int64_t)q[c0 + j] * R + g), v[j]);
             }
@@ -253,7 +186,7 @@ static int64_t blk_gather_avx2(const blk_t* b, const char* rows, char* T, int64_
                 for (int i = 0; i < 16; i++)
                     v[i] = g + i < rv ? _mm256_loadu_si256((const __m256i*)(s + (g + i) * rs + c0))
                                       : _mm256_setzero_si256();
-                blk_tr16x16_b_lanes(v);
+                avx2_tr16x16_epi8_lanes(v);
                 for (int j = 0; j < 16; j++) {
                     _mm_storeu_si128((__m128i*)(t + (int64_t)q[c0 + j] * R + g), _mm256_castsi256_si128(v[j]));
                     _mm_storeu_si128((__m128i*)(t + (int64_t)q[c0 + 16 + j] * R + g),
@@ -265,7 +198,7 @@ static int64_t blk_gather_avx2(const blk_t* b, const char* rows, char* T, int64_
                 for (int i = 0; i < 16; i++)
                     v[i] = g + i < rv ? _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(s + (g + i) * rs + c0)))
                                       : _mm256_setzero_si256();
-                blk_tr16x16_b_lanes(v);
+                avx2_tr16x16_epi8_lanes(v);
                 for (int j = 0; j < 16; j++)
                     _mm_storeu_si128((__m128i*)(t + (int64_t)q[c0 + j] * R + g), _mm256_castsi256_si128(v[j]));
             }
@@ -289,7 +222,7 @@ static int64_t blk_scatter_avx2(const blk_t* b, const char* T, char* rows, int64
             for (int64_t g = 0; g < rv; g += 8) {
                 for (int i = 0; i < 8; i++)
                     v[i] = _mm256_loadu_si256((const __m256i*)(t + (int64_t)q[c0 + i] * R + g));
-                blk_tr8x8_d(v);
+                avx2_tr8x8_epi32(v);
                 for (int j = 0; j < 8 && g + j < rv; j++)
                     _mm256_storeu_si256((__m256i*)(d + (g + j) * ros + c0), v[j]);
             }
@@ -301,7 +234,7 @@ static int64_t blk_scatter_avx2(const blk_t* b, const char* T, char* rows, int64
             for (int64_t g = 0; g < rv; g += 16) {
                 for (int i = 0; i < 8; i++)
                     v[i] = _mm256_loadu_si256((const __m256i*)(t + (int64_t)q[c0 + i] * R + g));
-                blk_tr8x8_w_lanes(v);
+                avx2_tr8x8_epi16_lanes(v);
                 for (int j = 0; j < 8; j++) {
                     if (g + j < rv)
                         _mm_storeu_si128((__m128i*)(d + (g + j) * ros + c0), _mm256_castsi256_si128(v[j]));
@@ -318,7 +251,7 @@ static int64_t blk_scatter_avx2(const blk_t* b, const char* T, char* rows, int64
                 for (int i = 0; i < 16; i++)
                     v[i] = _mm256_loadu2_m128i((const __m128i*)(t + (int64_t)q[c0 + 16 + i] * R + g),
                                                (const __m128i*)(t + (int64_t)q[c0 + i] * R + g));
-                blk_tr16x16_b_lanes(v);
+                avx2_tr16x16_epi8_lanes(v);
                 for (int j = 0; j < 16 && g + j < rv; j++)
                     _mm256_storeu_si256((__m256i*)(d + (g + j) * ros + c0), v[j]);
             }
@@ -326,7 +259,7 @@ static int64_t blk_scatter_avx2(const blk_t* b, const char* T, char* rows, int64
             for (int64_t g = 0; g < rv; g += 16) {
                 for (int i = 0; i < 16; i++)
                     v[i] = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(t + (int64_t)q[c0 + i] * R + g)));
-                blk_tr16x16_b_lanes(v);
+                avx2_tr16x16_epi8_lanes(v);
                 for (int j = 0; j < 16 && g + j < rv; j++)
                     _mm_storeu_si128((__m128i*)(d + (g + j) * ros + c0), _mm256_castsi256_si128(v[j]));
             }
@@ -350,17 +283,6 @@ static inline __m256i blk_fix(__m256i v, int e, int to_blocked) {
     return v;
 }
 
-/* In each lane, 4x4 of 32-bit units. */
-__attribute__((target("avx2")))
-static inline void blk_tr4x4_d_lanes(__m256i x[4]) {
-    __m256i t0 = _mm256_unpacklo_epi32(x[0], x[1]), t1 = _mm256_unpackhi_epi32(x[0], x[1]);
-    __m256i t2 = _mm256_unpacklo_epi32(x[2], x[3]), t3 = _mm256_unpackhi_epi32(x[2], x[3]);
-    x[0] = _mm256_unpacklo_epi64(t0, t2);
-    x[1] = _mm256_unpackhi_epi64(t0, t2);
-    x[2] = _mm256_unpacklo_epi64(t1, t3);
-    x[3] = _mm256_unpackhi_epi64(t1, t3);
-}
-
 /* R * esize a multiple of 32 (else returns 0 and the portable loop runs). */
 __attribute__((target("avx2")))
 static int blk_interleave4_avx2(const blk_t* b, const char* T, char* out) {
@@ -372,7 +294,7 @@ static int blk_interleave4_avx2(const blk_t* b, const char* T, char* out) {
         for (int64_t k = 0; k < row; k += 32) {
             __m256i x[4];
             for (int j = 0; j < 4; j++) x[j] = _mm256_loadu_si256((const __m256i*)(t + j * row + k));
-            blk_tr4x4_d_lanes(x);   /* x[m]: unit m | unit m+4, each as [j][r-unit] */
+            avx2_tr4x4_epi32_lanes(x);   /* x[m]: unit m | unit m+4, each as [j][r-unit] */
             __m256i o0 = _mm256_permute2x128_si256(x[0], x[1], 0x20);
             __m256i o1 = _mm256_permute2x128_si256(x[2], x[3], 0x20);
             __m256i o2 = _mm256_permute2x128_si256(x[0], x[1], 0x31);
@@ -401,7 +323,7 @@ static int blk_deinterleave4_avx2(const blk_t* b, const char* in, char* T) {
             x[1] = _mm256_permute2x128_si256(v[0], v[2], 0x31);
             x[2] = _mm256_permute2x128_si256(v[1], v[3], 0x20);
             x[3] = _mm256_permute2x128_si256(v[1], v[3], 0x31);
-            blk_tr4x4_d_lanes(x);
+            avx2_tr4x4_epi32_lanes(x);
             for (int j = 0; j < 4; j++) _mm256_storeu_si256((__m256i*)(t + j * row + k), x[j]);
         }
     }

@@ -63,7 +63,8 @@ typedef void (*rq_row_fn)(const void* s, void* d, int64_t n, const float* ssc, i
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define RQ_X86 1
 #include <immintrin.h>
-#include "_transpose16.h"
+#include "_transpose_avx512.h"
+#include "_transpose_avx2.h"
 #define RQ_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
 /* ---- loads: up to 16 elements (mask k) -> f32 ------------------------------------------- */
@@ -784,24 +785,6 @@ RQ_TGT2 static inline void rq2_st32_u8(void* p, const __m256 v[4]) {
 #define RQ2_ST32_NONE(DN)                                                                      \
     RQ_TGT2 static inline void rq2_st32_##DN(void* p, const __m256 v[4]) { (void)p; (void)v; }
 RQ2_ST32_NONE(f32) RQ2_ST32_NONE(f64) RQ2_ST32_NONE(f16) RQ2_ST32_NONE(bf16) RQ2_ST32_NONE(s32)
-/* 8x8 f32 transpose in 24 shuffles */
-RQ_TGT2 static inline __attribute__((always_inline)) void rq2_tr8x8(__m256 r[8]) {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int g = 0; g < 2; g++) {
-        u[4 * g + 0] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-        u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
-        u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-        u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
-    }
-    for (int j = 0; j < 4; j++) {
-        r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
-        r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
-    }
-}
 static const char rq_zero_row[64] __attribute__((aligned(64))) = {0};
 
 /* arithmetic of one vector in the scalar code's order; vs/vd: the lanes' scales */
@@ -835,8 +818,8 @@ rq2_chunk_##SN##_##DN(const char* const rp[16], char* d, int64_t dstep, int nb, 
     __m256 lo[8], hi[8];                                                                        \
     _Pragma("GCC unroll 8")                                                                     \
     for (int a = 0; a < 8; a++) { lo[a] = rq2_ld_##SN(rp[a]); hi[a] = rq2_ld_##SN(rp[8 + a]); } \
-    rq2_tr8x8(lo);                                                                              \
-    rq2_tr8x8(hi);                                                                              \
+    avx2_tr8x8_ps(lo);                                                                              \
+    avx2_tr8x8_ps(hi);                                                                              \
     _Pragma("GCC unroll 8")                                                                     \
     for (int b = 0; b < 8; b++) {                                                               \
         if (b >= nb) break;                                                                     \

@@ -22,7 +22,8 @@
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define REORDER_X86 1
 #include <immintrin.h>
-#include "_transpose16.h"
+#include "_transpose_avx512.h"
+#include "_transpose_avx2.h"
 #else
 #define REORDER_X86 0
 #endif
@@ -37,6 +38,20 @@ static inline int64_t row_off(const rows_t* r, int64_t b) {
 /* A rows: nlo == 0 is one level (row a at a * slo, data below nv_lo, written below nw_lo);
  * otherwise a = hi * nlo + lo, with limits per level. */
 typedef struct { int64_t nlo, slo, shi, nv_lo, nw_lo, nv_hi, nw_hi; } arows_t;
+
+/* dst offsets of rows bs .. bs+n-1; 1 when they are adjacent rows of `len` elements. */
+static inline int row_offsets(const rows_t* rows, int64_t bs, int n, int64_t* off, int64_t len) {
+    if (rows->nlo == 0) {
+        for (int j = 0; j < n; j++) off[j] = (bs + j) * rows->dlo;
+        return rows->dlo == len;
+    }
+    int64_t q = bs / rows->nlo, m = bs % rows->nlo;
+    for (int j = 0; j < n; j++) {
+        off[j] = q * rows->dhi + m * rows->dlo;
+        if (++m == rows->nlo) { m = 0; q++; }
+    }
+    return 0;
+}
 
 /* Rows a0 .. a0+n-1 (n <= 16): src offsets, and bit masks of rows with data / rows written. */
 static inline uint32_t low_bits(int64_t k, int n) {
@@ -114,7 +129,7 @@ REORDER_SCALAR_TILE(w32_t, tile_scalar_w32)
 REORDER_SCALAR_TILE(w64_t, tile_scalar_w64)
 
 #if REORDER_X86
-/* ---- AVX-512 tiles, with the 16x16 register transpose of _transpose16.h ---------------- */
+/* ---- AVX-512 tiles, with the 16x16 register transpose of _transpose_avx512.h ------------ */
 /* A blocks of 16 rows are outermost (each streams through B with 16 read streams). Full
  * B blocks run straight-line: the 16 dst row offsets cost one division, rows without data
  * load as zero vectors (padding), rows not written are masked off. Ragged B edges use
@@ -174,26 +189,6 @@ static void tile_avx512_u32(const uint32_t* src, const arows_t* A, int64_t na, u
 /* ---- AVX2: 8x8 f32 register transposes, the SIMD path for CPUs without AVX-512 ---------
  * Stores are always cached: a 32-byte streaming store fills only half a line (docs/kernels.md). */
 __attribute__((target("avx2")))
-static inline void tr8x8(__m256 r[8]) {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    /* u[4g+j], 128-bit half k = column 4k+j of rows 4g..4g+3 */
-    for (int g = 0; g < 2; g++) {
-        u[4 * g + 0] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-        u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
-        u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-        u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
-    }
-    for (int j = 0; j < 4; j++) {
-        r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
-        r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
-    }
-}
-
-__attribute__((target("avx2")))
 static void tile_avx2_u32(const uint32_t* src, const arows_t* A, int64_t na, uint32_t* dst,
                           const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw) {
     __m256 r[8];
@@ -210,7 +205,7 @@ static void tile_avx2_u32(const uint32_t* src, const arows_t* A, int64_t na, uin
             for (int64_t a0 = a1; a0 < a1 + a_in && a0 < afast; a0 += 8) {
                 const uint32_t* s = src + a0 * slo + b0;
                 for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps((const float*)(s + i * slo));
-                tr8x8(r);
+                avx2_tr8x8_ps(r);
                 uint32_t* d = dst + (bs + b0) * dlo + a0;
                 for (int j = 0; j < 8; j++) _mm256_storeu_ps((float*)(d + j * dlo), r[j]);
             }
@@ -221,19 +216,11 @@ static void tile_avx2_u32(const uint32_t* src, const arows_t* A, int64_t na, uin
         if (!wm) continue;
         int64_t bvec = wm == 0xFFu ? bfull : 0;     /* partial row blocks go element-wise */
         for (int64_t b0 = a0 < afast ? bvec : 0; b0 < bvec; b0 += 8) {
-            if (rows->nlo == 0) {
-                for (int j = 0; j < 8; j++) off[j] = (bs + b0 + j) * rows->dlo;
-            } else {
-                int64_t q = (bs + b0) / rows->nlo, m = (bs + b0) % rows->nlo;
-                for (int j = 0; j < 8; j++) {
-                    off[j] = q * rows->dhi + m * rows->dlo;
-                    if (++m == rows->nlo) { m = 0; q++; }
-                }
-            }
+            row_offsets(rows, bs + b0, 8, off, 0);
             for (int i = 0; i < 8; i++)
                 r[i] = (vm >> i) & 1u ? _mm256_loadu_ps((const float*)(src + soff[i] + b0))
                                       : _mm256_setzero_ps();
-            tr8x8(r);
+            avx2_tr8x8_ps(r);
             for (int j = 0; j < 8; j++) _mm256_storeu_ps((float*)(dst + off[j] + a0), r[j]);
         }
         for (int64_t b = bvec; b < nbw; b++) {
@@ -411,7 +398,7 @@ static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int
     int avx512 = on && reorder_tile_bits == 512 && reorder_have_avx512();
     int avx2 = on && reorder_tile_bits >= 256 && reorder_have_avx2();
 #if REORDER_X86
-    if (avx2 && size == 1) return narrow_tall(A, na, nb, 1) ? "avx2 bytes 32x16" : "avx2 bytes 16x32";
+    if (avx2 && size == 1) return narrow_tall(A, na, nb, 1) ? "avx2 bytes 32x16" : "avx2 bytes 16x16";
     if (avx2 && size == 2) return narrow_tall(A, na, nb, 2) ? "avx2 words 16x8" : "avx2 words 16x16";
 #endif
     (void)A; (void)na; (void)nb;

@@ -1,10 +1,11 @@
-/* 16x16 register transposes, shared by the move tiles (_simd.h) and the conversion tiles
- * (_convert_simd.h). Compiled for the least AVX-512 subset each needs, so they inline into
- * any AVX-512 caller; callers dispatch at run time.
+/* AVX-512 16x16 register transposes, shared by the move tiles (_simd.h) and the conversion
+ * tiles (_convert_simd.h); the AVX2 ones are in _transpose_avx2.h. Compiled for the least
+ * AVX-512 subset each needs, so they inline into any AVX-512 caller; callers dispatch at
+ * run time.
  *   tr16x16      f32 (or any 32-bit) elements, 16 registers, in 64 shuffles;
  *   tr16x16_w16  16-bit elements, two rows per register, in 24 two-source word permutes. */
-#ifndef REORDER_TRANSPOSE16_H
-#define REORDER_TRANSPOSE16_H
+#ifndef REORDER_TRANSPOSE_AVX512_H
+#define REORDER_TRANSPOSE_AVX512_H
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #include <stdint.h>

@@ -2,11 +2,11 @@
 and from it the destination size from which the kernels store past the caches (streaming,
 non-temporal stores). A leaf: it imports nothing from the package but `errors`.
 
-Streaming loses while the data fits in the cache (the next layer reads it from there) and
-wins once it does not (docs/kernels.md has the measurements). The threshold is half the
-last-level cache: from there on, a same-type reorder's source and destination together no
-longer fit. REORDER_STREAM_MIN_BYTES overrides it for the process, and every plan takes its
-own `stream_min_bytes`.
+Streaming loses while the destination stays in the cache for the next layer to read, and
+wins once its lines would be fetched from memory only to be overwritten. On a shared last-level
+cache that happens well before source and destination fill it: the threshold is an eighth of
+the last-level cache (docs/performance.md has the measurements). REORDER_STREAM_MIN_BYTES
+overrides it for the process, and every plan takes its own `stream_min_bytes`.
 """
 import glob
 import os
@@ -16,6 +16,8 @@ from .errors import ReorderError
 # When the cache size cannot be read: the threshold measured before it was detected.
 FALLBACK_STREAM_MIN_BYTES = 2 << 20
 ENV_STREAM_MIN_BYTES = "REORDER_STREAM_MIN_BYTES"
+# Destinations from this fraction of the last-level cache up are streamed.
+LLC_DIVISOR = 8
 
 
 def _parse_size(text):
@@ -63,8 +65,8 @@ def detect_llc():
 
 
 def stream_min_bytes_for(llc_bytes, env_value=None):
-    """The default streaming threshold: the environment's value when set, else half the
-    last-level cache, else the fallback."""
+    """The default streaming threshold: the environment's value when set, else an eighth of
+    the last-level cache, else the fallback."""
     if env_value is not None and env_value.strip():
         try:
             n = int(env_value.strip())
@@ -74,10 +76,10 @@ def stream_min_bytes_for(llc_bytes, env_value=None):
             raise ReorderError(f"{ENV_STREAM_MIN_BYTES} must be an integer number of bytes >= 0, "
                                f"got {env_value!r}")
         return n
-    return llc_bytes // 2 if llc_bytes > 0 else FALLBACK_STREAM_MIN_BYTES
+    return llc_bytes // LLC_DIVISOR if llc_bytes > 0 else FALLBACK_STREAM_MIN_BYTES
 
 
 LLC_BYTES, LLC_SOURCE = detect_llc()
 STREAM_MIN_BYTES = stream_min_bytes_for(LLC_BYTES, os.environ.get(ENV_STREAM_MIN_BYTES))
 STREAM_MIN_SOURCE = (f"${ENV_STREAM_MIN_BYTES}" if os.environ.get(ENV_STREAM_MIN_BYTES, "").strip()
-                     else "half the last-level cache" if LLC_BYTES else "fallback")
+                     else f"1/{LLC_DIVISOR} of the last-level cache" if LLC_BYTES else "fallback")

@@ -11,7 +11,7 @@ from .machine import STREAM_MIN_BYTES
 # Below this many bytes moved a thread team costs more than it saves.
 PARALLEL_MIN_BYTES = 1 << 18
 # STREAM_MIN_BYTES: default output size from which streaming (non-temporal) stores are used,
-# half the last-level cache (machine.py); a plan takes it as a parameter.
+# an eighth of the last-level cache (machine.py); a plan takes it as a parameter.
 __all__ = ["PARALLEL_MIN_BYTES", "STREAM_MIN_BYTES", "Node", "Problem", "Kernel"]
 
 

@@ -695,8 +695,9 @@ def test_half_rows_at_one_stride(ddt, stream, simd):
 
 @pytest.mark.parametrize("ddt", ["f16", "bf16"])
 def test_streaming_stores_large_half_outputs(ddt, simd):
-    """Outputs of 2 MiB and more are written with streaming stores (64-byte lines of 16-bit
-    values): same bytes as the reference, padding and sum included."""
+    """A 2.9 MB 16-bit output through the default plan (streamed or not as the machine's
+    threshold says; test_streaming forces both) and with scales: same bytes as the
+    reference, padding and sum included."""
     x = np.random.default_rng(9).standard_normal((2, 72, 96, 96)).astype(np.float32) * 1e3
     x.reshape(-1)[::97] = np.float32(1e-40)                 # denormals: bf16 flushes them
     got = ro.reorder(x, "nchw", "nChw16c", dtype=ddt, threads=2)

@@ -191,59 +191,9 @@ LB_TGT static inline __attribute__((always_inline)) __m256 lb_v_apply(const lb_q
     return x;
 }
 
-/* 8 codes in the low byte of each 32-bit lane (upper bits may be set) */
-LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_code(__m256 v, int code) {
-    if (code == LB_E4M3 || code == LB_E5M2) {
-        v = _mm256_add_ps(v, _mm256_setzero_ps());          /* -0.0 -> +0.0, as lb_code */
-        __m128i h16 = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m256i h = _mm256_cvtepu16_epi32(h16);
-        __m256i a = _mm256_and_si256(h, _mm256_set1_epi32(0x7fff));
-        __m256i s = _mm256_srli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 8);
-        __m256i one = _mm256_set1_epi32(1);
-        if (code == LB_E5M2) {
-            __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(a, _mm256_set1_epi32(0x7f)),
-                                          _mm256_and_si256(_mm256_srli_epi32(a, 8), one)), 8);
-            __m256i nan = _mm256_or_si256(_mm256_srli_epi32(h, 8), _mm256_set1_epi32(2));
-            __m256i isnan = _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7c00));
-            return _mm256_blendv_epi8(_mm256_or_si256(s, r), nan, isnan);
-        }
-        __m256i r = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(a, _mm256_set1_epi32(0x3f)),
-                                     _mm256_and_si256(_mm256_srli_epi32(a, 7), one)), 7), _mm256_set1_epi32(64));
-        /* subnormal e4m3: |f16 value| * 512 rounded (exact product, cvtps rounds half to even) */
-        __m256 f = _mm256_and_ps(_mm256_cvtph_ps(h16), _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
-        __m256i sub = _mm256_cvtps_epi32(_mm256_mul_ps(f, _mm256_set1_ps(512.0f)));
-        __m256i issub = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x2400), a);
-        r = _mm256_blendv_epi8(r, sub, issub);
-        r = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(0x1401), a), r);
-        r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7f), _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x5f40)));
-        return _mm256_or_si256(s, r);
-    }
-    float lo, hi;
-    switch (code) {
-        case LB_S4: lo = -8.f; hi = 7.f; break;
-        case LB_U4: lo = 0.f; hi = 15.f; break;
-        case LB_S8: lo = -128.f; hi = 127.f; break;
-        default: lo = 0.f; hi = 255.f; break;
-    }
-    if (code == LB_U4 || code == LB_U8)   /* maxps(v, lo) returns lo for NaN */
-        v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
-    else                                   /* minps(v, hi) returns hi for NaN */
-        v = _mm256_max_ps(_mm256_min_ps(v, _mm256_set1_ps(hi)), _mm256_set1_ps(lo));
-    return _mm256_cvtps_epi32(v);
-}
-
-/* the low byte of each of 8 lanes, as 8 bytes */
-LB_TGT static inline void lb_v_store8(uint8_t* p, __m256i c) {
-    c = _mm256_and_si256(c, _mm256_set1_epi32(0xff));
-    __m256i w = _mm256_packus_epi32(c, c);             /* per 128-bit lane */
-    w = _mm256_packus_epi16(w, w);
-    uint32_t lo = (uint32_t)_mm256_extract_epi32(w, 0), hi = (uint32_t)_mm256_extract_epi32(w, 4);
-    uint64_t v = (uint64_t)lo | ((uint64_t)hi << 32);
-    memcpy(p, &v, 8);
-}
-
 /* 16 f8 codes from 16 values (v0: the first 8), in the low byte of 16-bit lanes: the integer
- * steps of lb_v_code on the f16 bits, 16 lanes at a time (every intermediate fits 16 bits) */
+ * steps of lb_e4m3_of_f16 / lb_e5m2_of_f16 on the f16 bits, 16 lanes at a time (every
+ * intermediate fits 16 bits) */
 LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_f8_16(__m256 v0, __m256 v1, int code) {
     const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     __m128i h0 = _mm256_cvtps_ph(_mm256_add_ps(v0, _mm256_setzero_ps()), rn);   /* -0 -> +0 */
@@ -273,6 +223,34 @@ LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_f8_16(__m256 v0
     r = _mm256_andnot_si256(_mm256_cmpgt_epi16(_mm256_set1_epi16(0x1401), a), r);
     r = _mm256_blendv_epi8(r, _mm256_set1_epi16(0x7f), _mm256_cmpgt_epi16(a, _mm256_set1_epi16(0x5f40)));
     return _mm256_or_si256(s, r);
+}
+
+/* 8 codes in the low byte of each 32-bit lane (upper bits may be set) */
+LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_code(__m256 v, int code) {
+    if (code == LB_E4M3 || code == LB_E5M2)    /* the 16-lane rule, half of it used */
+        return _mm256_cvtepu16_epi32(_mm256_castsi256_si128(lb_v_f8_16(v, v, code)));
+    float lo, hi;
+    switch (code) {
+        case LB_S4: lo = -8.f; hi = 7.f; break;
+        case LB_U4: lo = 0.f; hi = 15.f; break;
+        case LB_S8: lo = -128.f; hi = 127.f; break;
+        default: lo = 0.f; hi = 255.f; break;
+    }
+    if (code == LB_U4 || code == LB_U8)   /* maxps(v, lo) returns lo for NaN */
+        v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
+    else                                   /* minps(v, hi) returns hi for NaN */
+        v = _mm256_max_ps(_mm256_min_ps(v, _mm256_set1_ps(hi)), _mm256_set1_ps(lo));
+    return _mm256_cvtps_epi32(v);
+}
+
+/* the low byte of each of 8 lanes, as 8 bytes */
+LB_TGT static inline void lb_v_store8(uint8_t* p, __m256i c) {
+    c = _mm256_and_si256(c, _mm256_set1_epi32(0xff));
+    __m256i w = _mm256_packus_epi32(c, c);             /* per 128-bit lane */
+    w = _mm256_packus_epi16(w, w);
+    uint32_t lo = (uint32_t)_mm256_extract_epi32(w, 0), hi = (uint32_t)_mm256_extract_epi32(w, 4);
+    uint64_t v = (uint64_t)lo | ((uint64_t)hi << 32);
+    memcpy(p, &v, 8);
 }
 
 /* 32 codes as 32 bytes in order. Integer codes are clamped to their range before the

@@ -79,6 +79,10 @@ cdef inline const int64_t* _iptr(a):
     return NULL if a is None else <const int64_t*><uintptr_t>a.ctypes.data
 
 
+cdef inline uint8_t* _bytes(a):
+    return <uint8_t*><uintptr_t>a.ctypes.data
+
+
 def quant_rows(uintptr_t src, const int64_t[::1] row0, const int64_t[::1] row1,
                const int64_t[::1] base0, const int64_t[::1] base1, uintptr_t out,
                int64_t out_row, int64_t L, str code, int pair, inv, zp, colidx, int64_t colstep,
@@ -136,8 +140,7 @@ def quant_tiles(uintptr_t src, const int64_t[::1] row_off, qbase, str code, inv,
         return _quant_strips(&q, &T, tile_off, tile_row, tile_col, np.r_[starts, n], d, nthreads)
     nthreads = max(1, min(nthreads, n))
     scratch = np.empty(nthreads * Ta * Tb, np.uint8)     # one L1 tile buffer per thread
-    cdef uint8_t[::1] sb = scratch
-    cdef uint8_t* bufs = &sb[0]
+    cdef uint8_t* bufs = _bytes(scratch)
     with nogil:
         for t in prange(n, num_threads=nthreads, schedule="static", use_threads_if=nthreads > 1):
             lb_quant_tile(&q, &T, tile_row[t], tile_col[t], d + tile_off[t],
@@ -156,8 +159,7 @@ cdef _quant_strips(const lb_q_t* q, const lb_tile_t* T, const int64_t[::1] tile_
     cdef int64_t per = stage_cols * T.Ta + tile
     nthreads = max(1, min(nthreads, ns))
     scratch = np.empty(nthreads * per, np.uint8)
-    cdef uint8_t[::1] sb = scratch
-    cdef uint8_t* bufs = &sb[0]
+    cdef uint8_t* bufs = _bytes(scratch)
     with nogil:
         for k in prange(ns, num_threads=nthreads, schedule="static", use_threads_if=nthreads > 1):
             a = bounds[k]
@@ -224,8 +226,7 @@ def dequant_plain(str code, uintptr_t src, bint nib, int64_t rows, int64_t L, ui
     cdef int64_t o
     nthreads = max(1, min(nthreads, rows))
     scratch = np.empty(nthreads * LB_CHUNK, np.uint8)
-    cdef uint8_t[::1] sb = scratch
-    cdef uint8_t* bufs = &sb[0]
+    cdef uint8_t* bufs = _bytes(scratch)
     with nogil:
         for o in prange(rows, num_threads=nthreads, schedule="static", use_threads_if=nthreads > 1):
             lb_dequant_plain_row(&d, s, nib, o * L, L, o_ + o * L, b[o] if b != NULL else 0,
@@ -260,8 +261,7 @@ def dequant_tiles(str code, uintptr_t src, bint nib, int fast, const int32_t[::1
     cdef int64_t per = stage_cols * Ta + Ta * Tb
     nthreads = max(1, min(nthreads, ns))
     scratch = np.empty(nthreads * per, np.uint8)
-    cdef uint8_t[::1] sb = scratch
-    cdef uint8_t* bufs = &sb[0]
+    cdef uint8_t* bufs = _bytes(scratch)
     cdef const uint8_t* s = <const uint8_t*>src
     cdef float* o_ = <float*>out
     with nogil:

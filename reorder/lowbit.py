@@ -265,19 +265,41 @@ def _plain_rows(desc):
             and not desc.is_blocked and [a.dim for a in desc.axes] == list(range(desc.ndim)))
 
 
+def _decoded_source(sdesc, squant):
+    """True when the source goes through the decoding kernels (a low-bit type, or s8/u8 with
+    grouped scales or zero points); grouped scales on any other type are an error."""
+    name = sdesc.dtype.name
+    if name in LOWBIT:
+        return True
+    if squant is None or squant.trivial:
+        return False
+    if name not in ("s8", "u8"):
+        raise ReorderError(f"grouped source scales apply to s8/u8/s4/u4/f8 sources, not {name}")
+    return True
+
+
+def _source_tiles(sdesc, packed):
+    """How the one-pass decoder reads the source: ("plain", None) for plain rows, ("tiles",
+    _tile_plan) for tiles over the last two dims, or None (the multi-pass way)."""
+    if _plain_rows(sdesc):
+        return "plain", None
+    plan = _tile_plan(sdesc, packed and sdesc.dtype.name in ("s4", "u4")) \
+        if len(sdesc.dims) >= 2 else None
+    return ("tiles", plan) if plan is not None else None
+
+
 def _dequant_fused(x, sdesc, squant, packed, f, nth, fresh=True):
     """Codes (s4/u4 packed or one a byte, f8, or s8/u8 with grouped scales) straight into f,
     the logical f32 rows, in one pass: from plain rows, or from tiles over the last two dims
-    (_tile_plan: BA16a64b4a, AB16b16a, ...). False when the layout needs the multi-pass way.
+    (_source_tiles: BA16a64b4a, AB16b16a, ...). False when the layout needs the multi-pass way.
     A large f the caller gave (not `fresh`) is written with streaming stores; a fresh one is
     not: its pages are zeroed through the cache as they are first touched, so stores that
     bypass the cache would write every line twice."""
     dims = sdesc.dims
     name = sdesc.dtype.name
     nib = packed and name in ("s4", "u4")
-    plain = _plain_rows(sdesc)
-    plan = None if plain or len(dims) < 2 else _tile_plan(sdesc, nib)
-    if not plain and plan is None:
+    how = _source_tiles(sdesc, packed)
+    if how is None:
         return False
     if packed:
         _check_packed(x, sdesc)
@@ -295,11 +317,11 @@ def _dequant_fused(x, sdesc, squant, packed, f, nth, fresh=True):
     sc = None if q is None else q.scales
     zp = None if q is None else q.zero_points
     stream = not fresh and f.nbytes >= STREAM_MIN_BYTES
-    if plain:
+    if how[0] == "plain":
         _lowbit.dequant_plain(name, data_address(raw), nib, R, L, data_address(f), sc, zp, colidx,
                               colstep, base, stream, nth)
         return True
-    Ta, Tb, tab, fast, toff, trow, tcol = plan
+    Ta, Tb, tab, fast, toff, trow, tcol = how[1]
     _lowbit.dequant_tiles(name, data_address(raw), nib, fast, tab, Ta, Tb, dims[-2], L, toff,
                           trow, tcol, data_address(f), L, sc, zp, colidx, colstep, base, stream,
                           nth)
@@ -313,19 +335,13 @@ def to_logical_f32(x, sdesc, squant, packed, threads):
     L = dims[-1] if dims else 1
     R = math.prod(dims[:-1]) if dims else 1
     nth = _threads(threads, math.prod(dims) * 5)
-    if sdesc.dtype.name in LOWBIT or (squant is not None and not squant.trivial):
-        if sdesc.dtype.name not in LOWBIT and sdesc.dtype.name not in ("s8", "u8"):
-            raise ReorderError(f"grouped source scales apply to s8/u8/s4/u4/f8 sources, not "
-                               f"{sdesc.dtype.name}")
+    if _decoded_source(sdesc, squant):
         f = aligned_empty((max(R, 1) * L,), np.float32)
         if _dequant_fused(x, sdesc, squant, packed, f, nth):
             return f, np.arange(R, dtype=np.int64) * L, True
         if sdesc.dtype.name in LOWBIT:
             codes, proxy = source_codes(x, sdesc, packed)
         else:
-            if sdesc.dtype.name not in ("s8", "u8"):
-                raise ReorderError(f"grouped source scales apply to s8/u8/s4/u4/f8 sources, not "
-                                   f"{sdesc.dtype.name}")
             codes, proxy = bind_source(x, sdesc), sdesc
         plain = Desc(dims, proxy.dtype)
         logical = _run(proxy, plain, codes, None, nth) if proxy != plain else codes
@@ -532,9 +548,7 @@ def _fused(f, row_off, dims, ddesc, q, inv, zp, nib, out, nth):
     multi-pass path must run."""
     name = ddesc.dtype.name
     L = dims[-1] if dims else 1
-    plain_rows = (ddesc.is_c_contiguous and ddesc.offset0 == 0 and ddesc.nelems == ddesc.span
-                  and not ddesc.is_blocked and [a.dim for a in ddesc.axes] == list(range(len(dims)))
-                  and (not nib or L % 2 == 0))
+    plain_rows = _plain_rows(ddesc) and (not nib or L % 2 == 0)
     plan = None if plain_rows or len(dims) < 2 else _tile_plan(ddesc, nib)
     if not plain_rows and plan is None:
         return None
@@ -589,17 +603,14 @@ def reorder_lowbit(x, sdesc, ddesc, *, packed_src, packed, squant, dquant, out, 
             and (dquant is None or dquant.trivial):
         return _move_codes(x, sdesc, ddesc, packed_src, packed, out, threads)
     dims = sdesc.dims
-    if dname == "f32" and _plain_rows(ddesc) and (sname in LOWBIT or (
-            squant is not None and not squant.trivial)):
+    if dname == "f32" and _plain_rows(ddesc) and _decoded_source(sdesc, squant) \
+            and _source_tiles(sdesc, packed_src) is not None:
         if out is not None:
             check_out(out, ddesc, x)
         res = out if out is not None else aligned_empty(ddesc.physical_shape, np.float32)
-        if sname not in LOWBIT and sname not in ("s8", "u8"):
-            raise ReorderError(f"grouped source scales apply to s8/u8/s4/u4/f8 sources, not "
-                               f"{sname}")
-        if _dequant_fused(x, sdesc, squant, packed_src, res,
-                          _threads(threads, math.prod(dims) * 5), fresh=out is None):
-            return res
+        _dequant_fused(x, sdesc, squant, packed_src, res, _threads(threads, math.prod(dims) * 5),
+                       fresh=out is None)
+        return res
     f, row_off, logical = to_logical_f32(x, sdesc, squant, packed_src, threads)
     if dname in CODE_TYPES and (dname in LOWBIT or (dquant is not None and not dquant.trivial)):
         return quantize_to(f, row_off, dims, ddesc, dquant, packed, out, threads)

@@ -178,29 +178,24 @@ static int64_t blk_gather_avx2(const blk_t* b, const char* rows, char* T, int64_
                     _mm256_storeu_si256((__m256i*)(t + (int64_t)q[c0 + j] * R + g), v[j]);
             }
     } else if (b->esize == 1 && R % 16 == 0) {
+        /* 16 x 16 byte tiles in eight registers (lane 0 row i, lane 1 row 8 + i): no spills */
         const uint8_t* s = (const uint8_t*)rows;
         uint8_t* t = (uint8_t*)T;
-        __m256i v[16];
-        for (; c0 + 32 <= cv; c0 += 32)
-            for (int64_t g = 0; g < R; g += 16) {
-                for (int i = 0; i < 16; i++)
-                    v[i] = g + i < rv ? _mm256_loadu_si256((const __m256i*)(s + (g + i) * rs + c0))
-                                      : _mm256_setzero_si256();
-                avx2_tr16x16_epi8_lanes(v);
-                for (int j = 0; j < 16; j++) {
-                    _mm_storeu_si128((__m128i*)(t + (int64_t)q[c0 + j] * R + g), _mm256_castsi256_si128(v[j]));
-                    _mm_storeu_si128((__m128i*)(t + (int64_t)q[c0 + 16 + j] * R + g),
-                                     _mm256_extracti128_si256(v[j], 1));
-                }
-            }
+        __m256i v[8];
+        const __m128i z = _mm_setzero_si128();
         for (; c0 + 16 <= cv; c0 += 16)
             for (int64_t g = 0; g < R; g += 16) {
-                for (int i = 0; i < 16; i++)
-                    v[i] = g + i < rv ? _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(s + (g + i) * rs + c0)))
-                                      : _mm256_setzero_si256();
-                avx2_tr16x16_epi8_lanes(v);
-                for (int j = 0; j < 16; j++)
-                    _mm_storeu_si128((__m128i*)(t + (int64_t)q[c0 + j] * R + g), _mm256_castsi256_si128(v[j]));
+                for (int i = 0; i < 8; i++) {
+                    __m128i lo = g + i < rv ? _mm_loadu_si128((const __m128i*)(s + (g + i) * rs + c0)) : z;
+                    __m128i hi = g + 8 + i < rv ? _mm_loadu_si128((const __m128i*)(s + (g + 8 + i) * rs + c0)) : z;
+                    v[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+                }
+                avx2_tr16x16_epi8(v);
+                for (int j = 0; j < 8; j++) {
+                    _mm_storeu_si128((__m128i*)(t + (int64_t)q[c0 + 2 * j] * R + g), _mm256_castsi256_si128(v[j]));
+                    _mm_storeu_si128((__m128i*)(t + (int64_t)q[c0 + 2 * j + 1] * R + g),
+                                     _mm256_extracti128_si256(v[j], 1));
+                }
             }
     }
     return c0;
@@ -245,23 +240,20 @@ static int64_t blk_scatter_avx2(const blk_t* b, const char* T, char* rows, int64
     } else if (b->esize == 1 && R % 16 == 0) {
         const uint8_t* t = (const uint8_t*)T;
         uint8_t* d = (uint8_t*)rows;
-        __m256i v[16];
-        for (; c0 + 32 <= cv; c0 += 32)
-            for (int64_t g = 0; g < rv; g += 16) {
-                for (int i = 0; i < 16; i++)
-                    v[i] = _mm256_loadu2_m128i((const __m128i*)(t + (int64_t)q[c0 + 16 + i] * R + g),
-                                               (const __m128i*)(t + (int64_t)q[c0 + i] * R + g));
-                avx2_tr16x16_epi8_lanes(v);
-                for (int j = 0; j < 16 && g + j < rv; j++)
-                    _mm256_storeu_si256((__m256i*)(d + (g + j) * ros + c0), v[j]);
-            }
+        __m256i v[8];
         for (; c0 + 16 <= cv; c0 += 16)
             for (int64_t g = 0; g < rv; g += 16) {
-                for (int i = 0; i < 16; i++)
-                    v[i] = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(t + (int64_t)q[c0 + i] * R + g)));
-                avx2_tr16x16_epi8_lanes(v);
-                for (int j = 0; j < 16 && g + j < rv; j++)
-                    _mm_storeu_si128((__m128i*)(d + (g + j) * ros + c0), _mm256_castsi256_si128(v[j]));
+                for (int i = 0; i < 8; i++)
+                    v[i] = _mm256_loadu2_m128i((const __m128i*)(t + (int64_t)q[c0 + 8 + i] * R + g),
+                                               (const __m128i*)(t + (int64_t)q[c0 + i] * R + g));
+                avx2_tr16x16_epi8(v);
+                for (int j = 0; j < 8; j++) {
+                    if (g + 2 * j < rv)
+                        _mm_storeu_si128((__m128i*)(d + (g + 2 * j) * ros + c0), _mm256_castsi256_si128(v[j]));
+                    if (g + 2 * j + 1 < rv)
+                        _mm_storeu_si128((__m128i*)(d + (g + 2 * j + 1) * ros + c0),
+                                         _mm256_extracti128_si256(v[j], 1));
+                }
             }
     }
     return c0;

@@ -256,20 +256,67 @@ LB_TGT static inline void lb_v_store8(uint8_t* p, __m256i c) {
 /* 32 codes as 32 bytes in order. Integer codes are clamped to their range before the
  * conversion, so saturating packs (signed for s4/s8: the bytes are the sign-extended values)
  * are exact; f8 codes come 16 at a time from lb_v_f8_16. */
-LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_codes32(const lb_q_t* q, const float* s, int64_t base, int64_t l) {
-    __m256 x0 = lb_v_apply(q, _mm256_loadu_ps(s + l), base, l);
-    __m256 x1 = lb_v_apply(q, _mm256_loadu_ps(s + l + 8), base, l + 8);
-    __m256 x2 = lb_v_apply(q, _mm256_loadu_ps(s + l + 16), base, l + 16);
-    __m256 x3 = lb_v_apply(q, _mm256_loadu_ps(s + l + 24), base, l + 24);
-    if (q->code == LB_E4M3 || q->code == LB_E5M2)
-        return _mm256_permute4x64_epi64(_mm256_packus_epi16(lb_v_f8_16(x0, x1, q->code),
-                                                            lb_v_f8_16(x2, x3, q->code)), 0xd8);
-    __m256i c0 = lb_v_code(x0, q->code), c1 = lb_v_code(x1, q->code);
-    __m256i c2 = lb_v_code(x2, q->code), c3 = lb_v_code(x3, q->code);
-    __m256i b = (q->code == LB_S4 || q->code == LB_S8)
+LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_codes32_of(const __m256 x[4], int code) {
+    if (code == LB_E4M3 || code == LB_E5M2)
+        return _mm256_permute4x64_epi64(_mm256_packus_epi16(lb_v_f8_16(x[0], x[1], code),
+                                                            lb_v_f8_16(x[2], x[3], code)), 0xd8);
+    __m256i c0 = lb_v_code(x[0], code), c1 = lb_v_code(x[1], code);
+    __m256i c2 = lb_v_code(x[2], code), c3 = lb_v_code(x[3], code);
+    __m256i b = (code == LB_S4 || code == LB_S8)
         ? _mm256_packs_epi16(_mm256_packs_epi32(c0, c1), _mm256_packs_epi32(c2, c3))
         : _mm256_packus_epi16(_mm256_packus_epi32(c0, c1), _mm256_packus_epi32(c2, c3));
     return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_codes32(const lb_q_t* q, const float* s, int64_t base, int64_t l) {
+    __m256 x[4];
+    for (int k = 0; k < 4; k++) x[k] = lb_v_apply(q, _mm256_loadu_ps(s + l + 8 * k), base, l + 8 * k);
+    return lb_v_codes32_of(x, q->code);
+}
+
+/* Four rows that share one scale-table row (rows of one group in a strip), one code a byte:
+ * the scale and zero-point vectors are loaded once for the four. With a load of each per
+ * source load, a single row's loop kept too few source lines in flight to stream from
+ * memory (docs/int8.md). */
+LB_TGT static inline __attribute__((always_inline)) void
+lb_quant_rows4_avx2_body(const lb_q_t* q0, const float* const* s, int64_t base, uint8_t* const* out,
+                         int64_t L, int code) {
+    lb_q_t lq = *q0;            /* a constant code, fields kept in registers (as above) */
+    const lb_q_t* q = &lq;
+    lq.code = code;
+    int64_t l = 0;
+    for (; l + 32 <= L; l += 32) {
+        __m256 sc[4], z[4], x[4];
+        for (int k = 0; k < 4; k++) {
+            int64_t c = base + (q->colstep ? l + 8 * k : 0);
+            sc[k] = q->inv ? (q->colstep ? _mm256_loadu_ps(q->inv + c) : _mm256_set1_ps(q->inv[c]))
+                           : _mm256_setzero_ps();
+            z[k] = q->zp ? (q->colstep ? _mm256_loadu_ps(q->zp + c) : _mm256_set1_ps(q->zp[c]))
+                         : _mm256_setzero_ps();
+        }
+        for (int j = 0; j < 4; j++) {
+            for (int k = 0; k < 4; k++) {
+                x[k] = _mm256_loadu_ps(s[j] + l + 8 * k);
+                if (q->inv) x[k] = _mm256_mul_ps(x[k], sc[k]);
+                if (q->zp) x[k] = _mm256_add_ps(x[k], z[k]);
+            }
+            _mm256_storeu_si256((__m256i*)(out[j] + l), lb_v_codes32_of(x, code));
+        }
+    }
+    if (l < L)
+        for (int j = 0; j < 4; j++) lb_quant_row_scalar(q, s[j], NULL, base, 0, out[j], l, L);
+}
+
+LB_TGT static void lb_quant_rows4_avx2(const lb_q_t* q, const float* const* s, int64_t base,
+                                       uint8_t* const* out, int64_t L) {
+    switch (q->code) {
+        case LB_S4: lb_quant_rows4_avx2_body(q, s, base, out, L, LB_S4); break;
+        case LB_U4: lb_quant_rows4_avx2_body(q, s, base, out, L, LB_U4); break;
+        case LB_S8: lb_quant_rows4_avx2_body(q, s, base, out, L, LB_S8); break;
+        case LB_U8: lb_quant_rows4_avx2_body(q, s, base, out, L, LB_U8); break;
+        case LB_E4M3: lb_quant_rows4_avx2_body(q, s, base, out, L, LB_E4M3); break;
+        default: lb_quant_rows4_avx2_body(q, s, base, out, L, LB_E5M2); break;
+    }
 }
 
 LB_TGT static inline __attribute__((always_inline)) void
@@ -447,10 +494,23 @@ static void lb_quant_strip(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, c
                 continue;
             }
             int64_t W = n * Tb;
-            for (int64_t i = 0; i < Ta; i++) {
+            for (int64_t i = 0; i < Ta;) {
                 int64_t r = row0 + i;
                 int64_t base = T->qbase ? T->qbase[r] + c0 * q.colstep : 0;
-                lb_quant_row(&q, T->src + T->row_off[r] + c0, NULL, base, 0, stage + i * W, W);
+                if (i + 4 <= Ta && (!T->qbase || (T->qbase[r + 1] == T->qbase[r]
+                        && T->qbase[r + 2] == T->qbase[r] && T->qbase[r + 3] == T->qbase[r]))) {
+                    const float* s4[4];
+                    uint8_t* o4[4];
+                    for (int j = 0; j < 4; j++) {
+                        s4[j] = T->src + T->row_off[r + j] + c0;
+                        o4[j] = stage + (i + j) * W;
+                    }
+                    lb_quant_rows4_avx2(&q, s4, base, o4, W);
+                    i += 4;
+                } else {
+                    lb_quant_row(&q, T->src + T->row_off[r] + c0, NULL, base, 0, stage + i * W, W);
+                    i++;
+                }
             }
             for (int64_t t = 0; t < n; t++) {
                 if (T->fast)

@@ -32,6 +32,14 @@ typedef struct {
     int64_t colstep;        /* 0 or 1 when colidx is NULL */
 } lb_q_t;
 
+/* Where four rows of codes go instead of rows: the 4a groups of BA{Ta}a{Tb}b4a nibble tiles,
+ * tile t of a run at dst + toff[t]; a group's columns l at byte 2 * (l % Tb) of its row. */
+typedef struct {
+    uint8_t* dst;
+    const int64_t* toff;
+    int64_t Tb;
+} lb_sink4_t;
+
 static int lb_simd = 0;     /* AVX2 + F16C present and allowed */
 
 static void lb_detect(void) {
@@ -274,13 +282,25 @@ LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_codes32(const l
     return lb_v_codes32_of(x, q->code);
 }
 
+/* Columns l .. l+31 of the four rows of one `4a` group of a BA{Ta}a{Tb}b4a nibble tile, from
+ * their codes one a byte: the 64 bytes at column l of the group's row (see lb_tile_from_stage). */
+LB_TGT static inline __attribute__((always_inline)) void
+lb_v_store_nib4(uint8_t* o, __m256i c0, __m256i c1, __m256i c2, __m256i c3) {
+    const __m256i lo4 = _mm256_set1_epi8(0x0f), hi4 = _mm256_set1_epi8((char)0xf0);
+    __m256i p0 = _mm256_or_si256(_mm256_and_si256(c0, lo4), _mm256_and_si256(_mm256_slli_epi16(c1, 4), hi4));
+    __m256i p1 = _mm256_or_si256(_mm256_and_si256(c2, lo4), _mm256_and_si256(_mm256_slli_epi16(c3, 4), hi4));
+    __m256i u = _mm256_unpacklo_epi8(p0, p1), v = _mm256_unpackhi_epi8(p0, p1);
+    _mm256_storeu_si256((__m256i*)o, _mm256_permute2x128_si256(u, v, 0x20));
+    _mm256_storeu_si256((__m256i*)(o + 32), _mm256_permute2x128_si256(u, v, 0x31));
+}
+
 /* Four rows that share one scale-table row (rows of one group in a strip), one code a byte:
  * the scale and zero-point vectors are loaded once for the four. With a load of each per
  * source load, a single row's loop kept too few source lines in flight to stream from
  * memory (docs/int8.md). */
 LB_TGT static inline __attribute__((always_inline)) void
 lb_quant_rows4_avx2_body(const lb_q_t* q0, const float* const* s, int64_t base, uint8_t* const* out,
-                         int64_t L, int code) {
+                         const lb_sink4_t* tiles, int64_t L, int code) {
     lb_q_t lq = *q0;            /* a constant code, fields kept in registers (as above) */
     const lb_q_t* q = &lq;
     lq.code = code;
@@ -294,28 +314,32 @@ lb_quant_rows4_avx2_body(const lb_q_t* q0, const float* const* s, int64_t base, 
             z[k] = q->zp ? (q->colstep ? _mm256_loadu_ps(q->zp + c) : _mm256_set1_ps(q->zp[c]))
                          : _mm256_setzero_ps();
         }
+        __m256i c[4];
         for (int j = 0; j < 4; j++) {
             for (int k = 0; k < 4; k++) {
                 x[k] = _mm256_loadu_ps(s[j] + l + 8 * k);
                 if (q->inv) x[k] = _mm256_mul_ps(x[k], sc[k]);
                 if (q->zp) x[k] = _mm256_add_ps(x[k], z[k]);
             }
-            _mm256_storeu_si256((__m256i*)(out[j] + l), lb_v_codes32_of(x, code));
+            c[j] = lb_v_codes32_of(x, code);
+            if (!tiles) _mm256_storeu_si256((__m256i*)(out[j] + l), c[j]);
         }
+        if (tiles)
+            lb_v_store_nib4(tiles->dst + tiles->toff[l / tiles->Tb] + 2 * (l % tiles->Tb), c[0], c[1], c[2], c[3]);
     }
-    if (l < L)
+    if (l < L)      /* rows only: a tile sink's runs are whole multiples of 32 columns */
         for (int j = 0; j < 4; j++) lb_quant_row_scalar(q, s[j], NULL, base, 0, out[j], l, L);
 }
 
 LB_TGT static void lb_quant_rows4_avx2(const lb_q_t* q, const float* const* s, int64_t base,
-                                       uint8_t* const* out, int64_t L) {
+                                       uint8_t* const* out, const lb_sink4_t* tiles, int64_t L) {
     switch (q->code) {
-        case LB_S4: lb_quant_rows4_avx2_body(q, s, base, out, L, LB_S4); break;
-        case LB_U4: lb_quant_rows4_avx2_body(q, s, base, out, L, LB_U4); break;
-        case LB_S8: lb_quant_rows4_avx2_body(q, s, base, out, L, LB_S8); break;
-        case LB_U8: lb_quant_rows4_avx2_body(q, s, base, out, L, LB_U8); break;
-        case LB_E4M3: lb_quant_rows4_avx2_body(q, s, base, out, L, LB_E4M3); break;
-        default: lb_quant_rows4_avx2_body(q, s, base, out, L, LB_E5M2); break;
+        case LB_S4: lb_quant_rows4_avx2_body(q, s, base, out, tiles, L, LB_S4); break;
+        case LB_U4: lb_quant_rows4_avx2_body(q, s, base, out, tiles, L, LB_U4); break;
+        case LB_S8: lb_quant_rows4_avx2_body(q, s, base, out, NULL, L, LB_S8); break;
+        case LB_U8: lb_quant_rows4_avx2_body(q, s, base, out, NULL, L, LB_U8); break;
+        case LB_E4M3: lb_quant_rows4_avx2_body(q, s, base, out, NULL, L, LB_E4M3); break;
+        default: lb_quant_rows4_avx2_body(q, s, base, out, NULL, L, LB_E5M2); break;
     }
 }
 
@@ -494,6 +518,25 @@ static void lb_quant_strip(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, c
                 continue;
             }
             int64_t W = n * Tb;
+            /* BA{Ta}a{Tb}b4a nibble tiles whose 4a groups share their scales: codes go
+             * straight from registers into the tiles, with no stage */
+            int direct = T->fast == 4 && T->nib && Ta % 4 == 0 && Tb % 32 == 0;
+            for (int64_t i = 0; direct && i < Ta; i += 4)
+                direct = !T->qbase || (T->qbase[row0 + i + 1] == T->qbase[row0 + i]
+                                       && T->qbase[row0 + i + 2] == T->qbase[row0 + i]
+                                       && T->qbase[row0 + i + 3] == T->qbase[row0 + i]);
+            if (direct) {
+                for (int64_t i = 0; i < Ta; i += 4) {
+                    int64_t r = row0 + i;
+                    int64_t base = T->qbase ? T->qbase[r] + c0 * q.colstep : 0;
+                    const float* s4[4];
+                    for (int j = 0; j < 4; j++) s4[j] = T->src + T->row_off[r + j] + c0;
+                    lb_sink4_t sink = {dst + (i / 4) * Tb * 2, toff + k, Tb};
+                    lb_quant_rows4_avx2(&q, s4, base, NULL, &sink, W);
+                }
+                k += n;
+                continue;
+            }
             for (int64_t i = 0; i < Ta;) {
                 int64_t r = row0 + i;
                 int64_t base = T->qbase ? T->qbase[r] + c0 * q.colstep : 0;
@@ -505,7 +548,7 @@ static void lb_quant_strip(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, c
                         s4[j] = T->src + T->row_off[r + j] + c0;
                         o4[j] = stage + (i + j) * W;
                     }
-                    lb_quant_rows4_avx2(&q, s4, base, o4, W);
+                    lb_quant_rows4_avx2(&q, s4, base, o4, NULL, W);
                     i += 4;
                 } else {
                     lb_quant_row(&q, T->src + T->row_off[r] + c0, NULL, base, 0, stage + i * W, W);

@@ -1,5 +1,6 @@
-"""Moves of 1- and 2-byte elements (bf16, f16, s8, u8) through the register-transpose tiles:
-each case asserts the tile path it runs (so a silent fall back to the portable loops fails)
+"""Moves of 1- and 2-byte elements (bf16, f16, s8, u8) through the register-transpose tiles
+(AVX-512 F+BW on the "avx512" path when the CPU has BW, else AVX2): each case asserts the
+tile path it runs (so a silent fall back to the portable loops fails)
 and compares with the independent reference bit for bit, padding included, on every SIMD
 path this CPU has, with streaming stores forced on and off, for 1, 2 and 3 threads."""
 import numpy as np
@@ -38,6 +39,14 @@ DTYPES = ["bf16", "f16", "s8", "u8"]
 
 simd = kernel_paths("avx512", "avx2")
 
+# The 1- and 2-byte AVX-512 tiles need BW besides F; on F alone the "avx512" path runs AVX2.
+HAS_BW = _kernels.cpu_features()["avx512 f+bw"]
+
+
+def narrow_isa(path):
+    """The tile family ("avx512" or "avx2") a SIMD path runs 1- and 2-byte moves with."""
+    return "avx512" if path == "avx512" and HAS_BW else "avx2"
+
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["cached", "streamed"])
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -57,34 +66,45 @@ def test_narrow_tile_matches_reference(simd, streaming, stag, dtag, dims, dtype)
         if simd is False:
             assert tile == "portable"
         elif p.src.dtype.itemsize == 2:
-            assert tile.startswith("avx2 words"), (tile, p.explain())
+            assert tile.startswith(narrow_isa(simd) + " words"), (tile, p.explain())
         else:
-            assert tile.startswith("avx2 bytes"), (tile, p.explain())
+            assert tile.startswith(narrow_isa(simd) + " bytes"), (tile, p.explain())
     for threads in (1, 2, 3):
         out = sentinel(p.dst.physical_shape, x.dtype)
         p(x, out=out, threads=threads)
         assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
 
 
-# the tile each activation case must take, by element size (with any SIMD path)
+# the tile each activation case must take, by element size, on the AVX2 and AVX-512 paths
 TILE_OF = [
-    ("nchw", "nChw16c", (2, 48, 20, 20), {2: "avx2 words 16x16", 1: "avx2 bytes 16x16"}),
-    ("nChw16c", "nchw", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 32x16"}),
-    ("nchw", "nhwc", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 16x16"}),
+    ("nchw", "nChw16c", (2, 48, 20, 20), {2: "avx2 words 16x16", 1: "avx2 bytes 16x16"},
+     {2: "avx512 words 16x32", 1: "avx512 bytes 16x64"}),
+    ("nChw16c", "nchw", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 32x16"},
+     {2: "avx512 words 32x16", 1: "avx512 bytes 64x16"}),
+    ("nchw", "nhwc", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 16x16"},
+     {2: "avx512 words 32x16", 1: "avx512 bytes 16x64"}),
     # A = hw then i16 (2704 rows), B = o16: each dst row gets whole runs of i*hw (13x13: a
     # block too big for the block kernel's scratch, which takes the small-spatial weights)
-    ("OIhw16i16o", "oihw", (64, 48, 13, 13), {2: "avx2 words 16x8", 1: "avx2 bytes 16x16"}),
+    ("OIhw16i16o", "oihw", (64, 48, 13, 13), {2: "avx2 words 16x8", 1: "avx2 bytes 16x16"},
+     {2: "avx512 words 32x16", 1: "avx512 bytes 16x64"}),
 ]
 
 
+@pytest.mark.parametrize("path", ["avx512", "avx2"])
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("stag,dtag,dims,tiles", TILE_OF)
-def test_activation_moves_take_the_register_tile(stag, dtag, dims, tiles, dtype):
-    if "avx2" not in _kernels.simd_paths():
-        pytest.skip("this CPU has no AVX2")
+@pytest.mark.parametrize("stag,dtag,dims,avx2_tiles,avx512_tiles", TILE_OF)
+def test_activation_moves_take_the_register_tile(stag, dtag, dims, avx2_tiles, avx512_tiles,
+                                                 dtype, path):
+    if path not in _kernels.simd_paths():
+        pytest.skip(f"this CPU has no {path}")
     p = ro.plan(ro.Desc(dims, dtype, stag), ro.Desc(dims, dtype, dtag))
     assert p.kernel == "transpose" and len(p.runners) == 1, p.explain()
-    assert p.runners[0].tile == tiles[p.src.dtype.itemsize], p.explain()
+    tiles = avx512_tiles if narrow_isa(path) == "avx512" else avx2_tiles
+    try:
+        _kernels.set_simd(path)
+        assert p.runners[0].tile == tiles[p.src.dtype.itemsize], p.explain()
+    finally:
+        _kernels.set_simd(True)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -103,7 +123,7 @@ def test_views_through_narrow_tiles(view, dtype):
         p = ro.plan(ro.Desc.of(v), "nChw16c")
     assert p.kernel == "transpose", p.explain()
     if "avx2" in _kernels.simd_paths():
-        assert p.runners[0].tile.startswith("avx2"), p.explain()
+        assert p.runners[0].tile.startswith(narrow_isa(_kernels.simd_paths()[0])), p.explain()
     expected = ref_from_plain(np.ascontiguousarray(v), "abcd", "aBcd16b")
     assert got.shape == expected.shape
     assert np.array_equal(uint_view(got), uint_view(expected))

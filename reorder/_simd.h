@@ -324,17 +324,13 @@ static inline void tile_t##N(const T* s, const arows_t* A, int64_t na, T* d,    
 }
 REORDER_TILE_ENTRY(8, uint64_t, tile_scalar_u64)
 
-/* 1- and 2-byte elements: AVX-512 F+BW tiles (_tiles_narrow512.h) on the 512-bit path when
- * the CPU has BW, else the AVX2 ones (_tiles_narrow.h) on every SIMD path. */
-#define REORDER_NARROW_ENTRY(N, T, AVX512, AVX2, SCALAR)                                   \
+/* 1- and 2-byte elements: AVX2 register transposes (_tiles_narrow.h) on every SIMD path,
+ * except words on the 512-bit path of a CPU with BW, where the AVX-512 tiles
+ * (_tiles_narrow512.h) take the shapes they measured faster on. */
+#define REORDER_NARROW_ENTRY(N, T, AVX2, SCALAR)                                           \
 static inline void tile_t##N(const T* s, const arows_t* A, int64_t na, T* d,              \
                              const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw,    \
                              int nt) {                                                    \
-    if (REORDER_X86 && !reorder_simd_disabled && reorder_tile_bits == 512                 \
-            && reorder_have_avx512bw()) {                                                 \
-        AVX512(s, A, na, d, rows, bs, nbv, nbw, nt);                                      \
-        return;                                                                           \
-    }                                                                                     \
     if (REORDER_X86 && !reorder_simd_disabled && reorder_tile_bits >= 256                 \
             && reorder_have_avx2()) {                                                     \
         AVX2(s, A, na, d, rows, bs, nbv, nbw, nt);                                        \
@@ -343,8 +339,22 @@ static inline void tile_t##N(const T* s, const arows_t* A, int64_t na, T* d,    
     (void)nt; SCALAR(s, A, na, d, rows, bs, nbv, nbw);                                    \
 }
 #if REORDER_X86
-REORDER_NARROW_ENTRY(1, uint8_t, tile_avx512_u8, tile_avx2_u8, tile_scalar_u8)
-REORDER_NARROW_ENTRY(2, uint16_t, tile_avx512_u16, tile_avx2_u16, tile_scalar_u16)
+REORDER_NARROW_ENTRY(1, uint8_t, tile_avx2_u8, tile_scalar_u8)
+static inline int narrow512_on(void) {
+    return !reorder_simd_disabled && reorder_tile_bits == 512 && reorder_have_avx512bw();
+}
+static inline void tile_t2(const uint16_t* s, const arows_t* A, int64_t na, uint16_t* d,
+                           const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
+    if (narrow512_on() && narrow512_words(A, na, nt)) {
+        tile_avx512_u16(s, A, na, d, rows, bs, nbv, nbw, nt);
+        return;
+    }
+    if (!reorder_simd_disabled && reorder_tile_bits >= 256 && reorder_have_avx2()) {
+        tile_avx2_u16(s, A, na, d, rows, bs, nbv, nbw, nt);
+        return;
+    }
+    tile_scalar_u16(s, A, na, d, rows, bs, nbv, nbw);
+}
 #else
 REORDER_TILE_ENTRY(1, uint8_t, tile_scalar_u8)
 REORDER_TILE_ENTRY(2, uint16_t, tile_scalar_u16)
@@ -406,9 +416,8 @@ static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int
     int avx512 = on && reorder_tile_bits == 512 && reorder_have_avx512();
     int avx2 = on && reorder_tile_bits >= 256 && reorder_have_avx2();
 #if REORDER_X86
-    int bw = avx512 && reorder_have_avx512bw();
-    if (bw && size == 1) return narrow512_tall(A, na, nb, 1) ? "avx512 bytes 64x16" : "avx512 bytes 16x64";
-    if (bw && size == 2) return narrow512_tall(A, na, nb, 2) ? "avx512 words 32x16" : "avx512 words 16x32";
+    int w512 = avx512 && reorder_have_avx512bw() && size == 2 ? narrow512_words(A, na, nt) : 0;
+    if (w512) return w512 == 2 ? "avx512 words 32x16" : "avx512 words 16x32";
     if (avx2 && size == 1) return narrow_tall(A, na, nb, 1) ? "avx2 bytes 32x16" : "avx2 bytes 16x16";
     if (avx2 && size == 2) return narrow_tall(A, na, nb, 2) ? "avx2 words 16x8" : "avx2 words 16x16";
 #endif

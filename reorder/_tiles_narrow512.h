@@ -1,23 +1,22 @@
-/* Tiles of 1- and 2-byte elements with AVX-512 F+BW register transposes (_transpose_avx512.h).
- * Included by _simd.h, whose tile contract they follow (see there): rows a of the tile are
- * dst-contiguous, columns b src-contiguous. Each tile moves 1 KiB:
+/* Tiles of 2-byte elements (bf16, f16) with AVX-512 F+BW register transposes
+ * (_transpose_avx512.h). Included by _simd.h, whose tile contract they follow (see there):
+ * rows a of the tile are dst-contiguous, columns b src-contiguous. Each tile moves 1 KiB:
  *
  *   words 16x32  16 rows of 32 words (whole 64-byte loads), two 16x16 word transposes; a
  *                register holds two dst rows of 16 words, so when dst rows are adjacent
  *                (nchw -> nChw16c) the tile is 1 KiB of dst in 16 full-line stores.
  *   words 32x16  32 rows of 16 words, two a register (one 64-byte load when they are
- *                adjacent in src: nChw16c -> nchw), two 16x16 transposes; each dst row gets
- *                32 words, a whole 64-byte line.
- *   bytes 16x64  16 rows of 64 bytes; a 16x16 byte transpose in each 128-bit lane, so lane L
- *                of register j is dst row 16L + j; adjacent dst rows (nchw -> nChw16c) are
- *                regrouped by a 4x4 lane transpose into 16 full-line stores.
- *   bytes 64x16  64 rows of 16 bytes (four a register, regrouped by lane transposes when the
- *                rows are adjacent in src: nChw16c -> nchw); each dst row gets 64 bytes.
+ *                adjacent in src), two 16x16 transposes; each dst row gets 32 words, a
+ *                whole 64-byte line (nchw -> nhwc, nhwc -> nchw, OIhw16i16o -> oihw).
+ *
+ * Bytes keep the AVX2 tiles: an AVX-512 byte tile measured no faster on the AMD machine,
+ * whose 512-bit shuffles run at half the rate of 256-bit ones (docs/kernels.md).
  *
  * Everything ragged is masked, not element-wise: columns past the data load as zeros
- * (masked loads do not fault on masked-off bytes), rows without data load nothing, rows not
- * written are masked off in the stores, and dst rows past the tile are not stored. Streaming
- * stores only where a store is a whole, aligned 64-byte line of a fully written row block.
+ * (masked loads do not fault on masked-off elements), rows without data load nothing, rows
+ * not written are masked off in the stores, and dst rows past the tile are not stored.
+ * Streaming stores only where a store is a whole, aligned 64-byte line of a fully written
+ * row block.
  */
 #ifndef REORDER_TILES_NARROW512_H
 #define REORDER_TILES_NARROW512_H
@@ -25,10 +24,6 @@
 #if REORDER_X86
 
 #define N512_TARGET __attribute__((target("avx512f,avx512bw")))
-
-static inline uint64_t low_bits64(int64_t k) {
-    return k <= 0 ? 0 : k >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << k) - 1;
-}
 
 /* Rows a0 .. a0+n-1 (n <= 64) in blocks of 16: offsets (0 past n) and 64-bit masks. */
 static inline void arow_block64(const arows_t* A, int64_t a0, int n, int64_t* soff,
@@ -133,65 +128,6 @@ static void tall_u16_uniform512(const uint16_t* src, int64_t slo, int64_t na, ui
                     _mm512_storeu_si512(d + 2 * j * dlo, _mm512_shuffle_i64x2(r[j], r[8 + j], 0x44));
                     _mm512_storeu_si512(d + (2 * j + 1) * dlo, _mm512_shuffle_i64x2(r[j], r[8 + j], 0xEE));
                 }
-        }
-}
-
-N512_TARGET
-static void wide_u8_uniform(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
-                            int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
-    __m512i x[16];
-    for (int64_t a0 = 0; a0 < na; a0 += 16)
-        for (int64_t b0 = 0; b0 < bfull; b0 += 64) {
-            const uint8_t* s = src + a0 * slo + b0;
-            for (int i = 0; i < 16; i++) x[i] = _mm512_loadu_si512(s + i * slo);
-            tr16x16_b8_lanes(x);
-            uint8_t* d = dst + (b0s + b0) * dlo + a0;
-            if (dlo == 16) {
-                for (int g = 0; g < 4; g++)
-                    tr4x4_lanes(&x[4 * g], &x[4 * g + 1], &x[4 * g + 2], &x[4 * g + 3]);
-                int st = nt && ((uintptr_t)d & 63) == 0;
-                for (int g = 0; g < 4; g++)
-                    for (int L = 0; L < 4; L++) {
-                        if (st) _mm512_stream_si512((__m512i*)(d + 64 * (4 * L + g)), x[4 * g + L]);
-                        else _mm512_storeu_si512(d + 64 * (4 * L + g), x[4 * g + L]);
-                    }
-            } else
-                for (int j = 0; j < 16; j++) {
-                    _mm_storeu_si128((__m128i*)(d + j * dlo), _mm512_castsi512_si128(x[j]));
-                    _mm_storeu_si128((__m128i*)(d + (16 + j) * dlo), _mm512_extracti32x4_epi32(x[j], 1));
-                    _mm_storeu_si128((__m128i*)(d + (32 + j) * dlo), _mm512_extracti32x4_epi32(x[j], 2));
-                    _mm_storeu_si128((__m128i*)(d + (48 + j) * dlo), _mm512_extracti32x4_epi32(x[j], 3));
-                }
-        }
-}
-
-N512_TARGET
-static void tall_u8_uniform512(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
-                               int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
-    __m512i x[16], y[16];
-    int st = nt && (dlo & 63) == 0;
-    for (int64_t a0 = 0; a0 < na; a0 += 64)
-        for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
-            const uint8_t* s = src + a0 * slo + b0;
-            if (slo == 16) {
-                for (int k = 0; k < 16; k++) y[k] = _mm512_loadu_si512(s + 64 * k);
-                for (int g = 0; g < 4; g++)
-                    tr4x4_lanes(&y[g], &y[4 + g], &y[8 + g], &y[12 + g]);
-                for (int g = 0; g < 4; g++)
-                    for (int m = 0; m < 4; m++) x[4 * g + m] = y[4 * m + g];
-            } else
-                for (int i = 0; i < 16; i++) {
-                    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)(s + i * slo)));
-                    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(s + (16 + i) * slo)), 1);
-                    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(s + (32 + i) * slo)), 2);
-                    x[i] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(s + (48 + i) * slo)), 3);
-                }
-            tr16x16_b8_lanes(x);
-            uint8_t* d = dst + (b0s + b0) * dlo + a0;
-            if (st && ((uintptr_t)d & 63) == 0)
-                for (int j = 0; j < 16; j++) _mm512_stream_si512((__m512i*)(d + j * dlo), x[j]);
-            else
-                for (int j = 0; j < 16; j++) _mm512_storeu_si512(d + j * dlo, x[j]);
         }
 }
 
@@ -305,147 +241,23 @@ static void tile_avx512_u16_tall(const uint16_t* src, const arows_t* A, int64_t 
     }
 }
 
-/* ---- bytes ----------------------------------------------------------------------------- */
-N512_TARGET
-static void tile_avx512_u8_wide(const uint8_t* src, const arows_t* A, int64_t na, uint8_t* dst,
-                                const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw,
-                                int nt) {
-    __m512i x[16];
-    int64_t soff[16], off[64];
-    uint32_t vm, wm;
-    int adjacent = rows_adjacent(rows, 16);
-    int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)63;
-    int64_t afast = uniform_rows(A, rows, na, 16);
-    if (afast && bfull) wide_u8_uniform(src, A->slo, afast, dst, rows->dlo, bs, bfull, nt);
-    else afast = 0;
-    /* the rows the uniform loop took need only their edge columns, if any */
-    for (int64_t a0 = bfull < nbw ? 0 : afast; a0 < na; a0 += 16) {
-        int n = na - a0 < 16 ? (int)(na - a0) : 16;
-        arow_block(A, a0, n, soff, &vm, &wm);
-        if (!wm) continue;
-        for (int i = n; i < 16; i++) soff[i] = 0;
-        for (int64_t b0 = a0 < afast ? bfull : 0; b0 < nbw; b0 += 64) {
-            int nb = nbw - b0 < 64 ? (int)(nbw - b0) : 64;
-            int64_t nbd = data_cols(nbv, b0, nb);
-            if (nbd == 64 && vm == 0xFFFFu)
-                for (int i = 0; i < 16; i++) x[i] = _mm512_loadu_si512(src + soff[i] + b0);
-            else {
-                __mmask64 cm = (__mmask64)low_bits64(nbd);
-                for (int i = 0; i < 16; i++)
-                    x[i] = _mm512_maskz_loadu_epi8((vm >> i) & 1u ? cm : 0, src + soff[i] + b0);
-            }
-            tr16x16_b8_lanes(x);                /* lane L of x[j]: dst row b0 + 16L + j */
-            if (adjacent && nb == 64 && wm == 0xFFFFu) {
-                /* after this, x[4g+L] is dst rows 16L+4g .. 16L+4g+3: store 4L+g */
-                for (int g = 0; g < 4; g++)
-                    tr4x4_lanes(&x[4 * g], &x[4 * g + 1], &x[4 * g + 2], &x[4 * g + 3]);
-                uint8_t* d = dst + (bs + b0) * 16 + a0;
-                int s = nt && ((uintptr_t)d & 63) == 0;
-                for (int g = 0; g < 4; g++)
-                    for (int L = 0; L < 4; L++) {
-                        if (s) _mm512_stream_si512((__m512i*)(d + 64 * (4 * L + g)), x[4 * g + L]);
-                        else _mm512_storeu_si512(d + 64 * (4 * L + g), x[4 * g + L]);
-                    }
-                continue;
-            }
-            row_offsets(rows, bs + b0, nb, off, 0);
-            for (int b = 0; b < nb; b++) {
-                __m128i h = _mm512_extracti32x4_epi32(x[b & 15], 0);
-                switch (b >> 4) {           /* the lane index must be a constant */
-                case 1: h = _mm512_extracti32x4_epi32(x[b & 15], 1); break;
-                case 2: h = _mm512_extracti32x4_epi32(x[b & 15], 2); break;
-                case 3: h = _mm512_extracti32x4_epi32(x[b & 15], 3); break;
-                default: break;
-                }
-                uint8_t* d = dst + off[b] + a0;
-                if (wm == 0xFFFFu) _mm_storeu_si128((__m128i*)d, h);
-                else _mm512_mask_storeu_epi8(d, (__mmask64)wm, _mm512_castsi128_si512(h));
-            }
-        }
-    }
-}
-
-N512_TARGET
-static void tile_avx512_u8_tall(const uint8_t* src, const arows_t* A, int64_t na, uint8_t* dst,
-                                const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw,
-                                int nt) {
-    __m512i x[16];
-    int64_t soff[64], off[16];
-    uint64_t vm, wm;
-    /* rows 4s .. 4s+3 adjacent in src: one 64-byte load */
-    int quads = A->nlo == 0 && A->slo == 16;
-    int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)15;
-    int64_t afast = uniform_rows(A, rows, na, 64);
-    if (afast && bfull) tall_u8_uniform512(src, A->slo, afast, dst, rows->dlo, bs, bfull, nt);
-    else afast = 0;
-    /* the rows the uniform loop took need only their edge columns, if any */
-    for (int64_t a0 = bfull < nbw ? 0 : afast; a0 < na; a0 += 64) {
-        int n = na - a0 < 64 ? (int)(na - a0) : 64;
-        arow_block64(A, a0, n, soff, &vm, &wm);
-        if (!wm) continue;
-        for (int64_t b0 = a0 < afast ? bfull : 0; b0 < nbw; b0 += 16) {
-            int nb = nbw - b0 < 16 ? (int)(nbw - b0) : 16;
-            int64_t nbd = data_cols(nbv, b0, nb);
-            if (nbd == 16 && vm == ~(uint64_t)0 && quads) {
-                for (int s = 0; s < 16; s++) x[s] = _mm512_loadu_si512(src + soff[4 * s] + b0);
-                /* x[s] lane m is row 4s+m; regroup so lane L of x[i] is row 16L + i */
-                for (int g = 0; g < 4; g++)
-                    tr4x4_lanes(&x[g], &x[4 + g], &x[8 + g], &x[12 + g]);
-                __m512i y[16];
-                for (int g = 0; g < 4; g++)
-                    for (int m = 0; m < 4; m++) y[4 * g + m] = x[4 * m + g];
-                for (int i = 0; i < 16; i++) x[i] = y[i];
-            } else {
-                __mmask64 cm = (__mmask64)low_bits64(nbd);
-                for (int i = 0; i < 16; i++) {
-                    __m128i l[4];
-                    for (int L = 0; L < 4; L++) {
-                        int row = 16 * L + i;
-                        l[L] = _mm512_castsi512_si128(_mm512_maskz_loadu_epi8(
-                            (vm >> row) & 1u ? cm : 0, src + soff[row] + b0));
-                    }
-                    __m512i v = _mm512_castsi128_si512(l[0]);
-                    v = _mm512_inserti32x4(v, l[1], 1);
-                    v = _mm512_inserti32x4(v, l[2], 2);
-                    x[i] = _mm512_inserti32x4(v, l[3], 3);
-                }
-            }
-            tr16x16_b8_lanes(x);                /* x[j]: dst row b0 + j, 64 bytes */
-            row_offsets(rows, bs + b0, nb, off, 0);
-            for (int b = 0; b < nb; b++) {
-                uint8_t* d = dst + off[b] + a0;
-                if (wm == ~(uint64_t)0) store_line(d, x[b], nt);
-                else _mm512_mask_storeu_epi8(d, (__mmask64)wm, x[b]);
-            }
-        }
-    }
-}
-
-/* The tall shapes when A is long: words always (32 rows give each dst row a whole line);
- * bytes when A's rows are adjacent 16-byte runs (nChw16c -> nchw), or B is too narrow to
- * fill the 64 columns of the wide tile. With rows far apart and B wide (nchw -> nhwc), the
- * wide tile reads 16 streams of whole lines instead of 64 of 16 bytes. */
-static inline int narrow512_tall(const arows_t* A, int64_t na, int64_t nb, int size) {
-    if (size == 2) return na >= 32;
-    return na >= 64 && ((A->nlo == 0 && A->slo == 16) || nb <= 32);
+/* Which AVX-512 word tile moves this A x B tile: 1 the 16x32, 2 the 32x16 (A long), or 0
+ * for the AVX2 tile. With A's rows close together in src (nChw16c -> nchw: one pixel's 16
+ * channels) and cached stores, the AVX2 16x8 tile is faster (docs/kernels.md); the 32x16
+ * tile wins there only by streaming whole lines. */
+static inline int narrow512_words(const arows_t* A, int64_t na, int nt) {
+    if (na < 32) return 1;
+    if (A->nlo == 0 && A->slo >= -32 && A->slo <= 32 && !nt) return 0;
+    return 2;
 }
 
 N512_TARGET
 static void tile_avx512_u16(const uint16_t* src, const arows_t* A, int64_t na, uint16_t* dst,
                             const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
-    if (narrow512_tall(A, na, nbw, 2))
+    if (narrow512_words(A, na, nt) == 2)
         tile_avx512_u16_tall(src, A, na, dst, rows, bs, nbv, nbw, nt);
     else
         tile_avx512_u16_wide(src, A, na, dst, rows, bs, nbv, nbw, nt);
-}
-
-N512_TARGET
-static void tile_avx512_u8(const uint8_t* src, const arows_t* A, int64_t na, uint8_t* dst,
-                           const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
-    if (narrow512_tall(A, na, nbw, 1))
-        tile_avx512_u8_tall(src, A, na, dst, rows, bs, nbv, nbw, nt);
-    else
-        tile_avx512_u8_wide(src, A, na, dst, rows, bs, nbv, nbw, nt);
 }
 
 #endif

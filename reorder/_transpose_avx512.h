@@ -3,10 +3,7 @@
  * AVX-512 subset each needs, so they inline into any AVX-512 caller; callers dispatch at
  * run time.
  *   tr16x16      f32 (or any 32-bit) elements, 16 registers, in 64 shuffles;
- *   tr16x16_w16  16-bit elements, two rows per register, in 24 two-source word permutes;
- *   tr16x16_b8_lanes  bytes: a 16x16 transpose inside each 128-bit lane of 16 registers, in
- *                64 unpacks (BW only, no VBMI);
- *   tr4x4_lanes  the 4x4 transpose of 128-bit lanes across four registers, in 8 shuffles. */
+ *   tr16x16_w16  16-bit elements, two rows per register, in 24 two-source word permutes. */
 #ifndef REORDER_TRANSPOSE_AVX512_H
 #define REORDER_TRANSPOSE_AVX512_H
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
@@ -74,45 +71,6 @@ static inline void tr16x16_w16(__m512i r[8]) {
             r[a | j] = _mm512_permutex2var_epi16(x, i1, y);
         }
     }
-}
-
-/* Bytes: lane L of r[i] is row i of an independent 16x16 byte tile; on return lane L of r[j]
- * is its column j. Four levels of unpacks, each pairing rows one bit further apart. */
-__attribute__((target("avx512f,avx512bw")))
-static inline void tr16x16_b8_lanes(__m512i r[16]) {
-    __m512i t[16], u[16], v[16];
-    for (int i = 0; i < 8; i++) {       /* t[i]: (row 2i, 2i+1) of cols 0..7; t[8+i]: 8..15 */
-        t[i] = _mm512_unpacklo_epi8(r[2 * i], r[2 * i + 1]);
-        t[8 + i] = _mm512_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
-    }
-    for (int h = 0; h < 2; h++)         /* u[8h+4c+i]: rows 4i..4i+3 of cols 8h+4c..+3 */
-        for (int i = 0; i < 4; i++) {
-            u[8 * h + i] = _mm512_unpacklo_epi16(t[8 * h + 2 * i], t[8 * h + 2 * i + 1]);
-            u[8 * h + 4 + i] = _mm512_unpackhi_epi16(t[8 * h + 2 * i], t[8 * h + 2 * i + 1]);
-        }
-    for (int c = 0; c < 4; c++) {       /* v[4c+k]: cols 4c+2(k&1).. of rows 8(k>>1).. */
-        v[4 * c + 0] = _mm512_unpacklo_epi32(u[4 * c + 0], u[4 * c + 1]);
-        v[4 * c + 1] = _mm512_unpackhi_epi32(u[4 * c + 0], u[4 * c + 1]);
-        v[4 * c + 2] = _mm512_unpacklo_epi32(u[4 * c + 2], u[4 * c + 3]);
-        v[4 * c + 3] = _mm512_unpackhi_epi32(u[4 * c + 2], u[4 * c + 3]);
-    }
-    for (int c = 0; c < 4; c++) {
-        r[4 * c + 0] = _mm512_unpacklo_epi64(v[4 * c + 0], v[4 * c + 2]);
-        r[4 * c + 1] = _mm512_unpackhi_epi64(v[4 * c + 0], v[4 * c + 2]);
-        r[4 * c + 2] = _mm512_unpacklo_epi64(v[4 * c + 1], v[4 * c + 3]);
-        r[4 * c + 3] = _mm512_unpackhi_epi64(v[4 * c + 1], v[4 * c + 3]);
-    }
-}
-
-/* Lane m of r[k] (k, m < 4) moves to lane k of r[m]. */
-__attribute__((target("avx512f")))
-static inline void tr4x4_lanes(__m512i* a, __m512i* b, __m512i* c, __m512i* d) {
-    __m512i v0 = _mm512_shuffle_i64x2(*a, *b, 0x44), v1 = _mm512_shuffle_i64x2(*a, *b, 0xEE);
-    __m512i v2 = _mm512_shuffle_i64x2(*c, *d, 0x44), v3 = _mm512_shuffle_i64x2(*c, *d, 0xEE);
-    *a = _mm512_shuffle_i64x2(v0, v2, 0x88);
-    *b = _mm512_shuffle_i64x2(v0, v2, 0xDD);
-    *c = _mm512_shuffle_i64x2(v1, v3, 0x88);
-    *d = _mm512_shuffle_i64x2(v1, v3, 0xDD);
 }
 
 #endif

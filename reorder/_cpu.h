@@ -11,6 +11,7 @@
 typedef struct {
     int avx2;           /* 8x8 register transposes of the move tiles */
     int avx512;         /* F: 16x16 move tiles, streaming copies */
+    int avx512_bw;      /* F, BW: the 1- and 2-byte move tiles */
     int avx512_conv;    /* F, BW, VL, DQ: conversion tiles and rows */
     int avx512_bf16;    /* the above + BF16: hardware f32 -> bf16 */
     int avx512_int8w;   /* the above + VBMI, VNNI: the int8 `4i16o4i` weight kernel */
@@ -25,8 +26,8 @@ static void reorder_cpu_detect(void) {
     __builtin_cpu_init();
     c.avx2 = __builtin_cpu_supports("avx2") != 0;
     c.avx512 = __builtin_cpu_supports("avx512f") != 0;
-    c.avx512_conv = c.avx512 && __builtin_cpu_supports("avx512bw") != 0
-                    && __builtin_cpu_supports("avx512vl") != 0
+    c.avx512_bw = c.avx512 && __builtin_cpu_supports("avx512bw") != 0;
+    c.avx512_conv = c.avx512_bw && __builtin_cpu_supports("avx512vl") != 0
                     && __builtin_cpu_supports("avx512dq") != 0;
     c.avx512_bf16 = c.avx512_conv && __builtin_cpu_supports("avx512bf16") != 0;
     c.avx512_int8w = c.avx512_conv && __builtin_cpu_supports("avx512vbmi") != 0

@@ -3,7 +3,7 @@
 # reorder_cpu_detect() when it is imported, before any of its kernels can run.
 cdef extern from "_cpu.h" nogil:
     ctypedef struct reorder_cpu_t:
-        int avx2, avx512, avx512_conv, avx512_bf16, avx512_int8w, avx2_f16c
+        int avx2, avx512, avx512_bw, avx512_conv, avx512_bf16, avx512_int8w, avx2_f16c
     reorder_cpu_t reorder_cpu
     void reorder_cpu_detect()
 
@@ -11,6 +11,7 @@ cdef extern from "_cpu.h" nogil:
 cdef inline dict cpu_feature_flags():
     """The CPU features the SIMD paths use, as this module detected them (_cpu.h)."""
     return {"avx2": bool(reorder_cpu.avx2), "avx512f": bool(reorder_cpu.avx512),
+            "avx512 f+bw": bool(reorder_cpu.avx512_bw),
             "avx512 f+bw+vl+dq": bool(reorder_cpu.avx512_conv),
             "avx512 bf16": bool(reorder_cpu.avx512_bf16),
             "avx512 vbmi+vnni": bool(reorder_cpu.avx512_int8w)}

@@ -234,6 +234,7 @@ static void tile_avx2_u32(const uint32_t* src, const arows_t* A, int64_t na, uin
 }
 
 #include "_tiles_narrow.h"
+#include "_tiles_narrow512.h"
 
 /* Non-temporal copy: aligns dst to 64 bytes, streams whole lines, copies the tail. */
 __attribute__((target("avx512f")))
@@ -263,6 +264,7 @@ static inline void reorder_sfence(void) {}
 #endif
 static inline int reorder_have_avx512(void) { return reorder_cpu.avx512; }
 static inline int reorder_have_avx2(void) { return reorder_cpu.avx2; }
+static inline int reorder_have_avx512bw(void) { return reorder_cpu.avx512_bw; }
 
 /* ---- dispatch -------------------------------------------------------------------------- */
 static int reorder_simd_disabled = 0;   /* set from Python to test the portable path */
@@ -322,7 +324,9 @@ static inline void tile_t##N(const T* s, const arows_t* A, int64_t na, T* d,    
 }
 REORDER_TILE_ENTRY(8, uint64_t, tile_scalar_u64)
 
-/* 1- and 2-byte elements: AVX2 register transposes (_tiles_narrow.h) on every SIMD path. */
+/* 1- and 2-byte elements: AVX2 register transposes (_tiles_narrow.h) on every SIMD path,
+ * except words on the 512-bit path of a CPU with BW, where the AVX-512 tiles
+ * (_tiles_narrow512.h) take the shapes they measured faster on. */
 #define REORDER_NARROW_ENTRY(N, T, AVX2, SCALAR)                                           \
 static inline void tile_t##N(const T* s, const arows_t* A, int64_t na, T* d,              \
                              const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw,    \
@@ -336,7 +340,21 @@ static inline void tile_t##N(const T* s, const arows_t* A, int64_t na, T* d,    
 }
 #if REORDER_X86
 REORDER_NARROW_ENTRY(1, uint8_t, tile_avx2_u8, tile_scalar_u8)
-REORDER_NARROW_ENTRY(2, uint16_t, tile_avx2_u16, tile_scalar_u16)
+static inline int narrow512_on(void) {
+    return !reorder_simd_disabled && reorder_tile_bits == 512 && reorder_have_avx512bw();
+}
+static inline void tile_t2(const uint16_t* s, const arows_t* A, int64_t na, uint16_t* d,
+                           const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
+    if (narrow512_on() && narrow512_words(A, na, nt)) {
+        tile_avx512_u16(s, A, na, d, rows, bs, nbv, nbw, nt);
+        return;
+    }
+    if (!reorder_simd_disabled && reorder_tile_bits >= 256 && reorder_have_avx2()) {
+        tile_avx2_u16(s, A, na, d, rows, bs, nbv, nbw, nt);
+        return;
+    }
+    tile_scalar_u16(s, A, na, d, rows, bs, nbv, nbw);
+}
 #else
 REORDER_TILE_ENTRY(1, uint8_t, tile_scalar_u8)
 REORDER_TILE_ENTRY(2, uint16_t, tile_scalar_u16)
@@ -398,6 +416,8 @@ static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int
     int avx512 = on && reorder_tile_bits == 512 && reorder_have_avx512();
     int avx2 = on && reorder_tile_bits >= 256 && reorder_have_avx2();
 #if REORDER_X86
+    int w512 = avx512 && reorder_have_avx512bw() && size == 2 ? narrow512_words(A, na, nt) : 0;
+    if (w512) return w512 == 2 ? "avx512 words 32x16" : "avx512 words 16x32";
     if (avx2 && size == 1) return narrow_tall(A, na, nb, 1) ? "avx2 bytes 32x16" : "avx2 bytes 16x16";
     if (avx2 && size == 2) return narrow_tall(A, na, nb, 2) ? "avx2 words 16x8" : "avx2 words 16x16";
 #endif

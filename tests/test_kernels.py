@@ -199,6 +199,7 @@ def test_cpu_features_detected_once_at_import_and_strictly():
     has = lambda *names: all(n in flags for n in names)
     conv = has("avx512f", "avx512bw", "avx512vl", "avx512dq")
     assert kernels == {"avx2": has("avx2"), "avx512f": has("avx512f"),
+                       "avx512 f+bw": has("avx512f", "avx512bw"),
                        "avx512 f+bw+vl+dq": conv,
                        "avx512 bf16": conv and has("avx512_bf16"),
                        "avx512 vbmi+vnni": conv and has("avx512vbmi", "avx512_vnni")}

@@ -1,5 +1,6 @@
-"""Moves of 1- and 2-byte elements (bf16, f16, s8, u8) through the register-transpose tiles:
-each case asserts the tile path it runs (so a silent fall back to the portable loops fails)
+"""Moves of 1- and 2-byte elements (bf16, f16, s8, u8) through the register-transpose tiles
+(AVX-512 F+BW on the "avx512" path when the CPU has BW, else AVX2): each case asserts the
+tile path it runs (so a silent fall back to the portable loops fails)
 and compares with the independent reference bit for bit, padding included, on every SIMD
 path this CPU has, with streaming stores forced on and off, for 1, 2 and 3 threads."""
 import numpy as np
@@ -32,11 +33,28 @@ CASES = [
     ("ABcd4b16a4b", "abcd", (35, 21, 3, 3)),
     ("abcd", "aBcd16b", (1, 1, 1, 1)),            # size-1 dims
     ("abcd", "aBcd16b", (0, 20, 4, 4)),           # zero-size
+    # the AVX-512 word tiles' masked edges: 16x32 with 32-column blocks, 32x16 with 32-row ones
+    ("abcd", "aBcd16b", (2, 30, 33, 1)),          # C=30 padded, 33 columns: one full, one of 1
+    ("abcd", "aBcd16b", (1, 17, 1, 1)),           # one column, 15 rows of padding
+    ("aBcd16b", "abcd", (2, 30, 9, 7)),           # 63 rows, second C block 14 columns short
+    ("acdb", "abcd", (3, 40, 7, 9)),              # nhwc -> nchw: 63 rows far apart, B = 40
+    ("abcd", "acdb", (2, 33, 1, 40)),             # nchw -> nhwc: C = 32 + 1
+    ("abcd", "acdb", (1, 1, 5, 5)),
+    ("abcd", "aBcd32b", (2, 45, 6, 7)),           # A = c32, padded: 32x16 with masked rows
 ]
 
 DTYPES = ["bf16", "f16", "s8", "u8"]
 
 simd = kernel_paths("avx512", "avx2")
+
+# The 1- and 2-byte AVX-512 tiles need BW besides F; on F alone the "avx512" path runs AVX2.
+HAS_BW = _kernels.cpu_features()["avx512 f+bw"]
+
+
+def narrow_isa(path):
+    """The tile family ("avx512" or "avx2") a SIMD path runs 2-byte moves with (bytes always
+    take the AVX2 tiles: docs/kernels.md)."""
+    return "avx512" if path == "avx512" and HAS_BW else "avx2"
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["cached", "streamed"])
@@ -57,7 +75,10 @@ def test_narrow_tile_matches_reference(simd, streaming, stag, dtag, dims, dtype)
         if simd is False:
             assert tile == "portable"
         elif p.src.dtype.itemsize == 2:
-            assert tile.startswith("avx2 words"), (tile, p.explain())
+            # the AVX-512 path hands A rows close together (nChw16c -> nchw) with cached
+            # stores to the AVX2 tile, which is faster there
+            families = {narrow_isa(simd) + " words", "avx2 words"}
+            assert tile.rsplit(" ", 1)[0] in families, (tile, p.explain())
         else:
             assert tile.startswith("avx2 bytes"), (tile, p.explain())
     for threads in (1, 2, 3):
@@ -66,25 +87,39 @@ def test_narrow_tile_matches_reference(simd, streaming, stag, dtag, dims, dtype)
         assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
 
 
-# the tile each activation case must take, by element size (with any SIMD path)
+# the tile each activation case must take, by element size, on the AVX2 and AVX-512 paths
+# (cached stores: these are small)
 TILE_OF = [
-    ("nchw", "nChw16c", (2, 48, 20, 20), {2: "avx2 words 16x16", 1: "avx2 bytes 16x16"}),
-    ("nChw16c", "nchw", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 32x16"}),
-    ("nchw", "nhwc", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 16x16"}),
+    ("nchw", "nChw16c", (2, 48, 20, 20), {2: "avx2 words 16x16", 1: "avx2 bytes 16x16"},
+     {2: "avx512 words 16x32", 1: "avx2 bytes 16x16"}),
+    ("nChw16c", "nchw", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 32x16"},
+     {2: "avx2 words 16x8", 1: "avx2 bytes 32x16"}),
+    ("nchw", "nhwc", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 16x16"},
+     {2: "avx512 words 32x16", 1: "avx2 bytes 16x16"}),
+    ("nhwc", "nchw", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 32x16"},
+     {2: "avx512 words 32x16", 1: "avx2 bytes 32x16"}),
     # A = hw then i16 (2704 rows), B = o16: each dst row gets whole runs of i*hw (13x13: a
     # block too big for the block kernel's scratch, which takes the small-spatial weights)
-    ("OIhw16i16o", "oihw", (64, 48, 13, 13), {2: "avx2 words 16x8", 1: "avx2 bytes 16x16"}),
+    ("OIhw16i16o", "oihw", (64, 48, 13, 13), {2: "avx2 words 16x8", 1: "avx2 bytes 16x16"},
+     {2: "avx512 words 32x16", 1: "avx2 bytes 16x16"}),
 ]
 
 
+@pytest.mark.parametrize("path", ["avx512", "avx2"])
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("stag,dtag,dims,tiles", TILE_OF)
-def test_activation_moves_take_the_register_tile(stag, dtag, dims, tiles, dtype):
-    if "avx2" not in _kernels.simd_paths():
-        pytest.skip("this CPU has no AVX2")
+@pytest.mark.parametrize("stag,dtag,dims,avx2_tiles,avx512_tiles", TILE_OF)
+def test_activation_moves_take_the_register_tile(stag, dtag, dims, avx2_tiles, avx512_tiles,
+                                                 dtype, path):
+    if path not in _kernels.simd_paths():
+        pytest.skip(f"this CPU has no {path}")
     p = ro.plan(ro.Desc(dims, dtype, stag), ro.Desc(dims, dtype, dtag))
     assert p.kernel == "transpose" and len(p.runners) == 1, p.explain()
-    assert p.runners[0].tile == tiles[p.src.dtype.itemsize], p.explain()
+    tiles = avx512_tiles if narrow_isa(path) == "avx512" else avx2_tiles
+    try:
+        _kernels.set_simd(path)
+        assert p.runners[0].tile == tiles[p.src.dtype.itemsize], p.explain()
+    finally:
+        _kernels.set_simd(True)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -103,8 +138,75 @@ def test_views_through_narrow_tiles(view, dtype):
         p = ro.plan(ro.Desc.of(v), "nChw16c")
     assert p.kernel == "transpose", p.explain()
     if "avx2" in _kernels.simd_paths():
-        assert p.runners[0].tile.startswith("avx2"), p.explain()
+        isa = narrow_isa(_kernels.simd_paths()[0]) if p.src.dtype.itemsize == 2 else "avx2"
+        assert p.runners[0].tile.startswith(isa), p.explain()
     expected = ref_from_plain(np.ascontiguousarray(v), "abcd", "aBcd16b")
     assert got.shape == expected.shape
     assert np.array_equal(uint_view(got), uint_view(expected))
     assert np.array_equal(uint_view(v), uint_view(np.ascontiguousarray(v)))   # input untouched
+
+
+# Cases that must run the AVX-512 word tiles (with BW), streaming forced on: the masked edges
+# of both shapes, one- and two-level rows, A rows adjacent (nChw16c -> nchw streams there).
+AVX512_WORDS = [
+    ("abcd", "aBcd16b", (2, 35, 7, 9), "avx512 words 16x32"),
+    ("abcd", "aBcd16b", (2, 30, 33, 1), "avx512 words 16x32"),
+    ("abcd", "aBcd16b", (2, 3, 20, 20), "avx512 words 16x32"),
+    ("abcd", "aBcd8b", (2, 17, 5, 19), "avx512 words 16x32"),
+    ("abcd", "ABcd16b16a", (35, 33, 13, 13), "avx512 words 16x32"),     # B = hw then i16
+    ("abcd", "ABcd16b16a", (20, 40, 11, 12), "avx512 words 16x32"),
+    ("aBcd16b", "abcd", (2, 30, 9, 7), "avx512 words 32x16"),
+    ("aBcd16b", "abcd", (2, 32, 10, 10), "avx512 words 32x16"),
+    ("acdb", "abcd", (3, 40, 7, 9), "avx512 words 32x16"),
+    ("abcd", "acdb", (3, 37, 6, 7), "avx512 words 32x16"),
+    ("abcd", "aBcd32b", (2, 45, 6, 7), "avx512 words 32x16"),
+    ("abcd", "ABcd4b16a4b", (35, 21, 13, 13), "avx512 words 32x16"),    # A = i4 then o16
+    ("abcd", "ABcd4b16a4b", (20, 40, 11, 12), "avx512 words 32x16"),
+]
+
+
+@pytest.mark.skipif(not HAS_BW, reason="this CPU has no AVX-512 BW")
+@pytest.mark.parametrize("streaming", [False, True], ids=["cached", "streamed"])
+@pytest.mark.parametrize("stag,dtag,dims,tile", AVX512_WORDS)
+def test_avx512_word_tiles_match_reference(stag, dtag, dims, tile, streaming):
+    rng = np.random.default_rng(5)
+    plain = random_storage(dims, "bf16", rng)
+    x = ref_from_plain(plain, "abcd", stag) if stag != "abcd" else plain
+    p = cached_plan(ro.Desc(dims, "bf16", stag), ro.Desc(dims, "bf16", dtag),
+                    stream_min_bytes=0 if streaming else 1 << 62)
+    assert p.kernel == "transpose" and len(p.steps) == 1, p.explain()
+    x = x.reshape(p.src.physical_shape)
+    expected = ref_reorder(x.reshape(-1), dims, stag, dtag).reshape(ref_physical_shape(dims, dtag))
+    try:
+        _kernels.set_simd("avx512")
+        # cached nChw16c -> nchw goes to the AVX2 tile (A rows adjacent in src)
+        want = "avx2 words 16x8" if not streaming and stag == "aBcd16b" else tile
+        assert p.runners[0].tile == want, p.explain()
+        for threads in (1, 2):
+            out = sentinel(p.dst.physical_shape, x.dtype)
+            p(x, out=out, threads=threads)
+            assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
+    finally:
+        _kernels.set_simd(True)
+
+
+@pytest.mark.skipif(not HAS_BW, reason="this CPU has no AVX-512 BW")
+@pytest.mark.parametrize("view", ["negative", "offset", "both"])
+@pytest.mark.parametrize("dst", ["nChw16c", "nhwc"])
+def test_avx512_word_tiles_on_views(view, dst):
+    """Strided, negative-stride and offset nchw views through both AVX-512 word tiles, into
+    a destination given with out=."""
+    rng = np.random.default_rng(13)
+    big = random_storage((3, 70, 9, 11), "bf16", rng)
+    v = {"negative": big[:, ::-1], "offset": big[1:, 5:], "both": big[1:, :4:-1]}[view]
+    p = ro.plan(ro.Desc.of(v, dtype="bf16"), dst)
+    expected = ref_from_plain(np.ascontiguousarray(v), "abcd", {"nChw16c": "aBcd16b",
+                                                                "nhwc": "acdb"}[dst])
+    try:
+        _kernels.set_simd("avx512")
+        assert p.runners[0].tile.startswith("avx512 words"), p.explain()
+        out = sentinel(expected.shape, expected.dtype)
+        p(v, out=out)
+    finally:
+        _kernels.set_simd(True)
+    assert np.array_equal(uint_view(out), uint_view(expected))

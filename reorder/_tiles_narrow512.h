@@ -1,0 +1,264 @@
+/* Tiles of 2-byte elements (bf16, f16) with AVX-512 F+BW register transposes
+ * (_transpose_avx512.h). Included by _simd.h, whose tile contract they follow (see there):
+ * rows a of the tile are dst-contiguous, columns b src-contiguous. Each tile moves 1 KiB:
+ *
+ *   words 16x32  16 rows of 32 words (whole 64-byte loads), two 16x16 word transposes; a
+ *                register holds two dst rows of 16 words, so when dst rows are adjacent
+ *                (nchw -> nChw16c) the tile is 1 KiB of dst in 16 full-line stores.
+ *   words 32x16  32 rows of 16 words, two a register (one 64-byte load when they are
+ *                adjacent in src), two 16x16 transposes; each dst row gets 32 words, a
+ *                whole 64-byte line (nchw -> nhwc, nhwc -> nchw, OIhw16i16o -> oihw).
+ *
+ * Bytes keep the AVX2 tiles: an AVX-512 byte tile measured no faster on the AMD machine,
+ * whose 512-bit shuffles run at half the rate of 256-bit ones (docs/kernels.md).
+ *
+ * Everything ragged is masked, not element-wise: columns past the data load as zeros
+ * (masked loads do not fault on masked-off elements), rows without data load nothing, rows
+ * not written are masked off in the stores, and dst rows past the tile are not stored.
+ * Streaming stores only where a store is a whole, aligned 64-byte line of a fully written
+ * row block.
+ */
+#ifndef REORDER_TILES_NARROW512_H
+#define REORDER_TILES_NARROW512_H
+
+#if REORDER_X86
+
+#define N512_TARGET __attribute__((target("avx512f,avx512bw")))
+
+/* Rows a0 .. a0+n-1 (n <= 64) in blocks of 16: offsets (0 past n) and 64-bit masks. */
+static inline void arow_block64(const arows_t* A, int64_t a0, int n, int64_t* soff,
+                                uint64_t* vm, uint64_t* wm) {
+    uint64_t v = 0, w = 0;
+    for (int k = 0; k < 64; k += 16) {
+        int m = n - k < 16 ? n - k : 16;
+        uint32_t vk = 0, wk = 0;
+        if (m > 0) arow_block(A, a0 + k, m, soff + k, &vk, &wk);
+        for (int i = m < 0 ? 0 : m; i < 16; i++) soff[k + i] = 0;
+        v |= (uint64_t)vk << k;
+        w |= (uint64_t)wk << k;
+    }
+    *vm = v;
+    *wm = w;
+}
+
+/* The data columns of a block starting at b0, as a count in [0, nb]. */
+static inline int64_t data_cols(int64_t nbv, int64_t b0, int64_t nb) {
+    int64_t k = nbv - b0;
+    return k < 0 ? 0 : k < nb ? k : nb;
+}
+
+/* dst rows of the tile are adjacent rows of `len` elements (one level, dlo == len) */
+static inline int rows_adjacent(const rows_t* rows, int64_t len) {
+    return rows->nlo == 0 && rows->dlo == len;
+}
+
+N512_TARGET
+static inline void store_line(void* d, __m512i v, int nt) {
+    if (nt && ((uintptr_t)d & 63) == 0) _mm512_stream_si512((__m512i*)d, v);
+    else _mm512_storeu_si512(d, v);
+}
+
+/* ---- the uniform rows (uniform_rows: one level, all data, whole row blocks) and whole
+ * column blocks, with pointer strides: no offset arrays, masks or per-row branches, which
+ * cost as much as the transposes themselves here (docs/kernels.md). ---------------------- */
+N512_TARGET
+static void wide_u16_uniform(const uint16_t* src, int64_t slo, int64_t na, uint16_t* dst,
+                             int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
+    __m512i x[16], p[8], q[8];
+    for (int64_t a0 = 0; a0 < na; a0 += 16)
+        for (int64_t b0 = 0; b0 < bfull; b0 += 32) {
+            const uint16_t* s = src + a0 * slo + b0;
+            for (int i = 0; i < 16; i++) x[i] = _mm512_loadu_si512(s + i * slo);
+            for (int k = 0; k < 8; k++) {
+                p[k] = _mm512_shuffle_i64x2(x[2 * k], x[2 * k + 1], 0x44);
+                q[k] = _mm512_shuffle_i64x2(x[2 * k], x[2 * k + 1], 0xEE);
+            }
+            tr16x16_w16(p);
+            tr16x16_w16(q);
+            uint16_t* d = dst + (b0s + b0) * dlo + a0;
+            if (dlo == 16) {
+                int st = nt && ((uintptr_t)d & 63) == 0;
+                for (int j = 0; j < 8; j++) {
+                    if (st) {
+                        _mm512_stream_si512((__m512i*)(d + 32 * j), p[j]);
+                        _mm512_stream_si512((__m512i*)(d + 256 + 32 * j), q[j]);
+                    } else {
+                        _mm512_storeu_si512(d + 32 * j, p[j]);
+                        _mm512_storeu_si512(d + 256 + 32 * j, q[j]);
+                    }
+                }
+            } else
+                for (int j = 0; j < 8; j++) {
+                    _mm256_storeu_si256((__m256i*)(d + 2 * j * dlo), _mm512_castsi512_si256(p[j]));
+                    _mm256_storeu_si256((__m256i*)(d + (2 * j + 1) * dlo),
+                                        _mm512_extracti64x4_epi64(p[j], 1));
+                    _mm256_storeu_si256((__m256i*)(d + (16 + 2 * j) * dlo),
+                                        _mm512_castsi512_si256(q[j]));
+                    _mm256_storeu_si256((__m256i*)(d + (17 + 2 * j) * dlo),
+                                        _mm512_extracti64x4_epi64(q[j], 1));
+                }
+        }
+}
+
+N512_TARGET
+static void tall_u16_uniform512(const uint16_t* src, int64_t slo, int64_t na, uint16_t* dst,
+                                int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
+    __m512i r[16];
+    int st = nt && ((dlo * 2) & 63) == 0;
+    for (int64_t a0 = 0; a0 < na; a0 += 32)
+        for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
+            const uint16_t* s = src + a0 * slo + b0;
+            if (slo == 16)
+                for (int k = 0; k < 16; k++) r[k] = _mm512_loadu_si512(s + 32 * k);
+            else
+                for (int k = 0; k < 16; k++)
+                    r[k] = _mm512_inserti64x4(
+                        _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)(s + 2 * k * slo))),
+                        _mm256_loadu_si256((const __m256i*)(s + (2 * k + 1) * slo)), 1);
+            tr16x16_w16(r);
+            tr16x16_w16(r + 8);
+            uint16_t* d = dst + (b0s + b0) * dlo + a0;
+            if (st && ((uintptr_t)d & 63) == 0)
+                for (int j = 0; j < 8; j++) {
+                    _mm512_stream_si512((__m512i*)(d + 2 * j * dlo), _mm512_shuffle_i64x2(r[j], r[8 + j], 0x44));
+                    _mm512_stream_si512((__m512i*)(d + (2 * j + 1) * dlo), _mm512_shuffle_i64x2(r[j], r[8 + j], 0xEE));
+                }
+            else
+                for (int j = 0; j < 8; j++) {
+                    _mm512_storeu_si512(d + 2 * j * dlo, _mm512_shuffle_i64x2(r[j], r[8 + j], 0x44));
+                    _mm512_storeu_si512(d + (2 * j + 1) * dlo, _mm512_shuffle_i64x2(r[j], r[8 + j], 0xEE));
+                }
+        }
+}
+
+/* ---- words ----------------------------------------------------------------------------- */
+N512_TARGET
+static void tile_avx512_u16_wide(const uint16_t* src, const arows_t* A, int64_t na,
+                                 uint16_t* dst, const rows_t* rows, int64_t bs, int64_t nbv,
+                                 int64_t nbw, int nt) {
+    __m512i x[16], p[8], q[8];
+    int64_t soff[16], off[32];
+    uint32_t vm, wm;
+    int adjacent = rows_adjacent(rows, 16);
+    int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)31;
+    int64_t afast = uniform_rows(A, rows, na, 16);
+    if (afast && bfull) wide_u16_uniform(src, A->slo, afast, dst, rows->dlo, bs, bfull, nt);
+    else afast = 0;
+    /* the rows the uniform loop took need only their edge columns, if any */
+    for (int64_t a0 = bfull < nbw ? 0 : afast; a0 < na; a0 += 16) {
+        int n = na - a0 < 16 ? (int)(na - a0) : 16;
+        arow_block(A, a0, n, soff, &vm, &wm);
+        if (!wm) continue;
+        for (int i = n; i < 16; i++) soff[i] = 0;
+        for (int64_t b0 = a0 < afast ? bfull : 0; b0 < nbw; b0 += 32) {
+            int nb = nbw - b0 < 32 ? (int)(nbw - b0) : 32;
+            int64_t nbd = data_cols(nbv, b0, nb);
+            if (nbd == 32 && vm == 0xFFFFu)
+                for (int i = 0; i < 16; i++) x[i] = _mm512_loadu_si512(src + soff[i] + b0);
+            else {
+                __mmask32 cm = (__mmask32)low_bits(nbd, 32);
+                for (int i = 0; i < 16; i++)
+                    x[i] = _mm512_maskz_loadu_epi16((vm >> i) & 1u ? cm : 0, src + soff[i] + b0);
+            }
+            for (int k = 0; k < 8; k++) {       /* rows 2k, 2k+1: columns 0..15, 16..31 */
+                p[k] = _mm512_shuffle_i64x2(x[2 * k], x[2 * k + 1], 0x44);
+                q[k] = _mm512_shuffle_i64x2(x[2 * k], x[2 * k + 1], 0xEE);
+            }
+            tr16x16_w16(p);                     /* p[j]: dst rows b0 + 2j, 2j + 1 */
+            tr16x16_w16(q);                     /* q[j]: dst rows b0 + 16 + 2j, 2j + 1 */
+            if (adjacent && nb == 32 && wm == 0xFFFFu) {
+                uint16_t* d = dst + (bs + b0) * 16 + a0;
+                int s = nt && ((uintptr_t)d & 63) == 0;
+                for (int j = 0; j < 8; j++) {
+                    if (s) {
+                        _mm512_stream_si512((__m512i*)(d + 32 * j), p[j]);
+                        _mm512_stream_si512((__m512i*)(d + 256 + 32 * j), q[j]);
+                    } else {
+                        _mm512_storeu_si512(d + 32 * j, p[j]);
+                        _mm512_storeu_si512(d + 256 + 32 * j, q[j]);
+                    }
+                }
+                continue;
+            }
+            row_offsets(rows, bs + b0, nb, off, 0);
+            for (int b = 0; b < nb; b++) {
+                __m512i v = b < 16 ? p[b >> 1] : q[(b - 16) >> 1];
+                __m256i h = b & 1 ? _mm512_extracti64x4_epi64(v, 1) : _mm512_castsi512_si256(v);
+                uint16_t* d = dst + off[b] + a0;
+                if (wm == 0xFFFFu) _mm256_storeu_si256((__m256i*)d, h);
+                else _mm512_mask_storeu_epi16(d, (__mmask32)wm, _mm512_castsi256_si512(h));
+            }
+        }
+    }
+}
+
+N512_TARGET
+static void tile_avx512_u16_tall(const uint16_t* src, const arows_t* A, int64_t na,
+                                 uint16_t* dst, const rows_t* rows, int64_t bs, int64_t nbv,
+                                 int64_t nbw, int nt) {
+    __m512i r[16];
+    int64_t soff[64], off[16];
+    uint64_t vm64, wm64;
+    /* rows 2k, 2k+1 adjacent in src: one 64-byte load a pair */
+    int pairs = A->nlo == 0 && A->slo == 16;
+    int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)15;
+    int64_t afast = uniform_rows(A, rows, na, 32);
+    if (afast && bfull) tall_u16_uniform512(src, A->slo, afast, dst, rows->dlo, bs, bfull, nt);
+    else afast = 0;
+    /* the rows the uniform loop took need only their edge columns, if any */
+    for (int64_t a0 = bfull < nbw ? 0 : afast; a0 < na; a0 += 32) {
+        int n = na - a0 < 32 ? (int)(na - a0) : 32;
+        arow_block64(A, a0, n, soff, &vm64, &wm64);
+        uint32_t vm = (uint32_t)vm64, wm = (uint32_t)wm64;
+        if (!wm) continue;
+        for (int64_t b0 = a0 < afast ? bfull : 0; b0 < nbw; b0 += 16) {
+            int nb = nbw - b0 < 16 ? (int)(nbw - b0) : 16;
+            int64_t nbd = data_cols(nbv, b0, nb);
+            if (nbd == 16 && vm == 0xFFFFFFFFu && pairs)
+                for (int k = 0; k < 16; k++) r[k] = _mm512_loadu_si512(src + soff[2 * k] + b0);
+            else {
+                __mmask32 cm = (__mmask32)low_bits(nbd, 16);
+                for (int k = 0; k < 16; k++) {
+                    __m512i lo = _mm512_maskz_loadu_epi16((vm >> (2 * k)) & 1u ? cm : 0,
+                                                          src + soff[2 * k] + b0);
+                    __m512i hi = _mm512_maskz_loadu_epi16((vm >> (2 * k + 1)) & 1u ? cm : 0,
+                                                          src + soff[2 * k + 1] + b0);
+                    r[k] = _mm512_inserti64x4(lo, _mm512_castsi512_si256(hi), 1);
+                }
+            }
+            tr16x16_w16(r);                     /* r[j]: dst rows 2j, 2j+1 of tile rows 0..15 */
+            tr16x16_w16(r + 8);                 /* r[8+j]: the same of tile rows 16..31 */
+            row_offsets(rows, bs + b0, nb, off, 0);
+            for (int b = 0; b < nb; b++) {
+                int j = b >> 1;
+                __m512i v = b & 1 ? _mm512_shuffle_i64x2(r[j], r[8 + j], 0xEE)
+                                  : _mm512_shuffle_i64x2(r[j], r[8 + j], 0x44);
+                uint16_t* d = dst + off[b] + a0;
+                if (wm == 0xFFFFFFFFu) store_line(d, v, nt);
+                else _mm512_mask_storeu_epi16(d, (__mmask32)wm, v);
+            }
+        }
+    }
+}
+
+/* Which AVX-512 word tile moves this A x B tile: 1 the 16x32, 2 the 32x16 (A long), or 0
+ * for the AVX2 tile. With A's rows close together in src (nChw16c -> nchw: one pixel's 16
+ * channels) and cached stores, the AVX2 16x8 tile is faster (docs/kernels.md); the 32x16
+ * tile wins there only by streaming whole lines. */
+static inline int narrow512_words(const arows_t* A, int64_t na, int nt) {
+    if (na < 32) return 1;
+    if (A->nlo == 0 && A->slo >= -32 && A->slo <= 32 && !nt) return 0;
+    return 2;
+}
+
+N512_TARGET
+static void tile_avx512_u16(const uint16_t* src, const arows_t* A, int64_t na, uint16_t* dst,
+                            const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
+    if (narrow512_words(A, na, nt) == 2)
+        tile_avx512_u16_tall(src, A, na, dst, rows, bs, nbv, nbw, nt);
+    else
+        tile_avx512_u16_wide(src, A, na, dst, rows, bs, nbv, nbw, nt);
+}
+
+#endif
+#endif

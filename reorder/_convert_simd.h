@@ -162,6 +162,53 @@ RQ_TGT static inline void rq_st_s32(void* p, __m512 v, __mmask16 k, __m512i* acc
     _mm512_storeu_si512(p, _mm512_maskz_cvt_roundps_epi32(k, v, RQ_RNE));
 }
 
+/* 1-byte destinations from one source row of 16 (every lane valid, no sums): rq_st_s8 /
+   rq_st_u8's arithmetic, returning the 16 bytes */
+RQ_TGT static inline __m128i rq_cv8_s8(__m512 v) {
+    v = _mm512_min_ps(v, _mm512_set1_ps(127.0f));                 /* NaN -> 127 */
+    __m512i q = _mm512_max_epi32(_mm512_cvt_roundps_epi32(v, RQ_RNE), _mm512_set1_epi32(-128));
+    return _mm512_cvtepi32_epi8(q);
+}
+RQ_TGT static inline __m128i rq_cv8_u8(__m512 v) {
+    v = _mm512_max_ps(v, _mm512_setzero_ps());                    /* NaN -> 0 */
+    v = _mm512_min_ps(v, _mm512_set1_ps(255.0f));
+    return _mm512_cvtepi32_epi8(_mm512_cvt_roundps_epi32(v, RQ_RNE));
+}
+/* 1-byte types go through a byte transpose instead of the f32 one: RQ_B8 marks them, RQ_CV8
+   converts a row to them, RQ_WIDEN a register of them to f32 */
+#define RQ_B8_s8 1
+#define RQ_B8_u8 1
+#define RQ_B8_f32 0
+#define RQ_B8_f64 0
+#define RQ_B8_f16 0
+#define RQ_B8_bf16 0
+#define RQ_B8_bf16hw 0
+#define RQ_B8_s32 0
+#define RQ_CV8_s8 rq_cv8_s8
+#define RQ_CV8_u8 rq_cv8_u8
+#define RQ_CV8_f32(v) _mm_setzero_si128()
+#define RQ_CV8_f64(v) _mm_setzero_si128()
+#define RQ_CV8_f16(v) _mm_setzero_si128()
+#define RQ_CV8_bf16(v) _mm_setzero_si128()
+#define RQ_CV8_bf16hw(v) _mm_setzero_si128()
+#define RQ_CV8_s32(v) _mm_setzero_si128()
+#define RQ_WIDEN_s8(x) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(x))
+#define RQ_WIDEN_u8(x) _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(x))
+#define RQ_WIDEN_f32(x) _mm512_setzero_ps()
+#define RQ_WIDEN_f64(x) _mm512_setzero_ps()
+#define RQ_WIDEN_f16(x) _mm512_setzero_ps()
+#define RQ_WIDEN_bf16(x) _mm512_setzero_ps()
+#define RQ_WIDEN_s32(x) _mm512_setzero_ps()
+/* RQ_TILE_MATH for source row A before the transpose: its lane's scales as scalars */
+#define RQ_ROW_MATH(V, A) ({                                                                    \
+        __m512 w_ = (V);                                                                        \
+        if (hz) w_ = _mm512_sub_ps(w_, szp);                                                    \
+        if (hs) w_ = _mm512_mul_ps(w_, _mm512_set1_ps(ssc[A]));                                 \
+        if (hd) w_ = _mm512_mul_ps(w_, _mm512_set1_ps(dinv[A]));                                \
+        if (hdz) w_ = _mm512_add_ps(w_, dzp);                                                   \
+        if (ha) w_ = _mm512_mul_ps(w_, adj);                                                    \
+        w_; })
+
 /* arithmetic of one destination vector, in the order of the scalar code (no sum here) */
 #define RQ_TILE_MATH(V) ({                                                                      \
         __m512 w_ = (V);                                                                        \
@@ -213,6 +260,21 @@ RQ_TGT static inline void rq_st_s32(void* p, __m512 v, __mmask16 k, __m512i* acc
         if (ha) v_ = _mm512_mul_ps(v_, adj);                                                    \
         rq_st_##ST(d_, v_, kl, &vacc);                                                          \
     } while (0)
+/* The columns of avx2_tr16x16_epi8 (y[q]: columns 2q, 2q + 1 in its lanes) to 16-byte dst
+   rows `dstep` bytes apart; two rows a store when they are adjacent. */
+RQ_TGT static inline __attribute__((always_inline)) void
+rq_put_bytes16(char* d, int64_t dstep, const __m256i y[8]) {
+    if (dstep == 16) {
+#pragma GCC unroll 8
+        for (int q = 0; q < 8; q++) _mm256_storeu_si256((__m256i*)(d + 32 * q), y[q]);
+    } else {
+#pragma GCC unroll 8
+        for (int q = 0; q < 8; q++) {
+            _mm_storeu_si128((__m128i*)(d + 2 * q * dstep), _mm256_castsi256_si128(y[q]));
+            _mm_storeu_si128((__m128i*)(d + (2 * q + 1) * dstep), _mm256_extracti128_si256(y[q], 1));
+        }
+    }
+}
 /* 8 registers to 512 contiguous bytes; `nt`: streaming stores (d 64-byte aligned) */
 RQ_TGT static inline __attribute__((always_inline)) void
 rq_put8(char* d, const __m512i w[8], int nt) {
@@ -316,6 +378,40 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
                     _mm256_storeu_si256((__m256i*)(d0 + (2 * j + 1) * dstep),                   \
                                         _mm512_extracti64x4_epi64(w[j], 1));                    \
                 }                                                                               \
+            }                                                                                   \
+            continue;                                                                           \
+        }                                                                                       \
+        if (RQ_B8_##ST && lanes == 0xffffu && !hm && !acc) {                                    \
+            /* 1-byte outputs: each source row converted to 16 bytes, then one 16x16 byte       \
+               transpose in eight AVX2 registers instead of the f32 one's 64 zmm shuffles */    \
+            __m256i y[8];                                                                       \
+            _Pragma("GCC unroll 8")                                                             \
+            for (int a = 0; a < 8; a++) {                                                       \
+                __m128i lo = RQ_CV8_##ST(RQ_ROW_MATH(rq_ld_##SN(rows[a] + b0 * SSIZE, 0xffff), a)); \
+                __m128i hi = RQ_CV8_##ST(RQ_ROW_MATH(rq_ld_##SN(rows[a + 8] + b0 * SSIZE, 0xffff), \
+                                                     a + 8));                                    \
+                y[a] = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);              \
+            }                                                                                   \
+            avx2_tr16x16_epi8(y);                                                               \
+            rq_put_bytes16(dst + b0 * dstep, dstep, y);                                         \
+            continue;                                                                           \
+        }                                                                                       \
+        if (RQ_B8_##SN && lanes == 0xffffu) {                                                   \
+            /* 1-byte sources: the byte transpose first, then each column widened */           \
+            __m256i y[8];                                                                       \
+            _Pragma("GCC unroll 8")                                                             \
+            for (int a = 0; a < 8; a++)                                                         \
+                y[a] = _mm256_inserti128_si256(                                                 \
+                    _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(rows[a] + b0))),    \
+                    _mm_loadu_si128((const __m128i*)(rows[a + 8] + b0)), 1);                    \
+            avx2_tr16x16_epi8(y);                                                               \
+            char* d0 = dst + b0 * dstep;                                                        \
+            _Pragma("GCC unroll 8")                                                             \
+            for (int q = 0; q < 8; q++) {                                                       \
+                RQ_TILE_OUT(DN, ST, RQ_WIDEN_##SN(_mm256_castsi256_si128(y[q])),                \
+                            d0 + 2 * q * dstep);                                                \
+                RQ_TILE_OUT(DN, ST, RQ_WIDEN_##SN(_mm256_extracti128_si256(y[q], 1)),           \
+                            d0 + (2 * q + 1) * dstep);                                          \
             }                                                                                   \
             continue;                                                                           \
         }                                                                                       \

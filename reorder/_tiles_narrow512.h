@@ -155,6 +155,9 @@ static void tile_avx512_u16_wide(const uint16_t* src, const arows_t* A, int64_t 
             int64_t nbd = data_cols(nbv, b0, nb);
             if (nbd == 32 && vm == 0xFFFFu)
                 for (int i = 0; i < 16; i++) x[i] = _mm512_loadu_si512(src + soff[i] + b0);
+            else if (nbd == 32)     /* padding rows (C = 3 of c16) are zeros, not masked loads */
+                for (int i = 0; i < 16; i++)
+                    x[i] = (vm >> i) & 1u ? _mm512_loadu_si512(src + soff[i] + b0) : _mm512_setzero_si512();
             else {
                 __mmask32 cm = (__mmask32)low_bits(nbd, 32);
                 for (int i = 0; i < 16; i++)

@@ -41,11 +41,14 @@ typedef struct {
 } lb_sink4_t;
 
 static int lb_simd = 0;     /* AVX2 + F16C present and allowed */
+static int lb_simd512 = 0;  /* and AVX-512 (F, BW, DQ, VL): the integer-code group rows */
 
 static void lb_detect(void) {
 #if LB_X86
     __builtin_cpu_init();
     lb_simd = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    lb_simd512 = lb_simd && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+                 && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 #endif
 }
 
@@ -331,6 +334,92 @@ lb_quant_rows4_avx2_body(const lb_q_t* q0, const float* const* s, int64_t base, 
         for (int j = 0; j < 4; j++) lb_quant_row_scalar(q, s[j], NULL, base, 0, out[j], l, L);
 }
 
+#define LB_TGT512 __attribute__((target("avx2,f16c,avx512f,avx512bw,avx512dq,avx512vl")))
+
+/* 16 integer codes one a byte (s4 sign-extended) from 16 scaled values: lb_v_code's clamps
+ * (the same NaN outcomes), the conversion in the current rounding mode, then a truncating
+ * narrow that is exact on the clamped values */
+LB_TGT512 static inline __attribute__((always_inline)) __m128i lb_z_code16(__m512 v, int code) {
+    float lo, hi;
+    switch (code) {
+        case LB_S4: lo = -8.f; hi = 7.f; break;
+        case LB_U4: lo = 0.f; hi = 15.f; break;
+        case LB_S8: lo = -128.f; hi = 127.f; break;
+        default: lo = 0.f; hi = 255.f; break;
+    }
+    if (code == LB_U4 || code == LB_U8)
+        v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(lo)), _mm512_set1_ps(hi));
+    else
+        v = _mm512_max_ps(_mm512_min_ps(v, _mm512_set1_ps(hi)), _mm512_set1_ps(lo));
+    return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v));
+}
+
+/* Eight rows of one group with integer codes (lb_quant_rows4_avx2 with twice the rows on
+ * 512-bit registers: half the instructions per value, so more source lines in flight).
+ * With a tile sink the rows are two 4a groups, the second Tb * 2 bytes further. */
+LB_TGT512 static inline __attribute__((always_inline)) void
+lb_quant_rows8_avx512_body(const lb_q_t* q0, const float* const* s, int64_t base, uint8_t* const* out,
+                           const lb_sink4_t* tiles, int64_t L, int code) {
+    lb_q_t lq = *q0;
+    const lb_q_t* q = &lq;
+    lq.code = code;
+    int64_t l = 0;
+    for (; l + 32 <= L; l += 32) {
+        __m512 sc[2], z[2];
+        for (int k = 0; k < 2; k++) {
+            int64_t c = base + (q->colstep ? l + 16 * k : 0);
+            sc[k] = q->inv ? (q->colstep ? _mm512_loadu_ps(q->inv + c) : _mm512_set1_ps(q->inv[c]))
+                           : _mm512_setzero_ps();
+            z[k] = q->zp ? (q->colstep ? _mm512_loadu_ps(q->zp + c) : _mm512_set1_ps(q->zp[c]))
+                         : _mm512_setzero_ps();
+        }
+        __m256i c[8];
+        for (int j = 0; j < 8; j++) {
+            __m128i h[2];
+            for (int k = 0; k < 2; k++) {
+                __m512 x = _mm512_loadu_ps(s[j] + l + 16 * k);
+                if (q->inv) x = _mm512_mul_ps(x, sc[k]);
+                if (q->zp) x = _mm512_add_ps(x, z[k]);
+                h[k] = lb_z_code16(x, code);
+            }
+            c[j] = _mm256_inserti128_si256(_mm256_castsi128_si256(h[0]), h[1], 1);
+            if (!tiles) _mm256_storeu_si256((__m256i*)(out[j] + l), c[j]);
+        }
+        if (tiles) {
+            uint8_t* o = tiles->dst + tiles->toff[l / tiles->Tb] + 2 * (l % tiles->Tb);
+            lb_v_store_nib4(o, c[0], c[1], c[2], c[3]);
+            lb_v_store_nib4(o + tiles->Tb * 2, c[4], c[5], c[6], c[7]);
+        }
+    }
+    if (l < L)      /* rows only: a tile sink's runs are whole multiples of 32 columns */
+        for (int j = 0; j < 8; j++) lb_quant_row_scalar(q, s[j], NULL, base, 0, out[j], l, L);
+}
+
+LB_TGT512 static void lb_quant_rows8_avx512(const lb_q_t* q, const float* const* s, int64_t base,
+                                           uint8_t* const* out, const lb_sink4_t* tiles, int64_t L) {
+    switch (q->code) {
+        case LB_S4: lb_quant_rows8_avx512_body(q, s, base, out, tiles, L, LB_S4); break;
+        case LB_U4: lb_quant_rows8_avx512_body(q, s, base, out, tiles, L, LB_U4); break;
+        case LB_S8: lb_quant_rows8_avx512_body(q, s, base, out, NULL, L, LB_S8); break;
+        default: lb_quant_rows8_avx512_body(q, s, base, out, NULL, L, LB_U8); break;
+    }
+}
+
+/* Rows r .. r+n-1 share one scale-table row (or there is none). */
+static inline int lb_same_group(const int64_t* qbase, int64_t r, int n) {
+    for (int j = 1; qbase && j < n; j++)
+        if (qbase[r + j] != qbase[r]) return 0;
+    return 1;
+}
+
+/* How many rows from r the strip quantizes in one call: eight of one group for integer codes
+ * on AVX-512, four of one group, or one */
+static inline int lb_group_rows(const lb_q_t* q, const int64_t* qbase, int64_t r, int64_t left) {
+    if (lb_simd512 && q->code <= LB_U8 && left >= 8 && lb_same_group(qbase, r, 8)) return 8;
+    if (left >= 4 && lb_same_group(qbase, r, 4)) return 4;
+    return 1;
+}
+
 LB_TGT static void lb_quant_rows4_avx2(const lb_q_t* q, const float* const* s, int64_t base,
                                        uint8_t* const* out, const lb_sink4_t* tiles, int64_t L) {
     switch (q->code) {
@@ -522,17 +611,18 @@ static void lb_quant_strip(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, c
              * straight from registers into the tiles, with no stage */
             int direct = T->fast == 4 && T->nib && Ta % 4 == 0 && Tb % 32 == 0;
             for (int64_t i = 0; direct && i < Ta; i += 4)
-                direct = !T->qbase || (T->qbase[row0 + i + 1] == T->qbase[row0 + i]
-                                       && T->qbase[row0 + i + 2] == T->qbase[row0 + i]
-                                       && T->qbase[row0 + i + 3] == T->qbase[row0 + i]);
+                direct = lb_same_group(T->qbase, row0 + i, 4);
             if (direct) {
-                for (int64_t i = 0; i < Ta; i += 4) {
+                for (int64_t i = 0; i < Ta;) {
                     int64_t r = row0 + i;
                     int64_t base = T->qbase ? T->qbase[r] + c0 * q.colstep : 0;
-                    const float* s4[4];
-                    for (int j = 0; j < 4; j++) s4[j] = T->src + T->row_off[r + j] + c0;
+                    int g = lb_group_rows(&q, T->qbase, r, Ta - i) == 8 ? 8 : 4;
+                    const float* sg[8];
+                    for (int j = 0; j < g; j++) sg[j] = T->src + T->row_off[r + j] + c0;
                     lb_sink4_t sink = {dst + (i / 4) * Tb * 2, toff + k, Tb};
-                    lb_quant_rows4_avx2(&q, s4, base, NULL, &sink, W);
+                    if (g == 8) lb_quant_rows8_avx512(&q, sg, base, NULL, &sink, W);
+                    else lb_quant_rows4_avx2(&q, sg, base, NULL, &sink, W);
+                    i += g;
                 }
                 k += n;
                 continue;
@@ -540,16 +630,17 @@ static void lb_quant_strip(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, c
             for (int64_t i = 0; i < Ta;) {
                 int64_t r = row0 + i;
                 int64_t base = T->qbase ? T->qbase[r] + c0 * q.colstep : 0;
-                if (i + 4 <= Ta && (!T->qbase || (T->qbase[r + 1] == T->qbase[r]
-                        && T->qbase[r + 2] == T->qbase[r] && T->qbase[r + 3] == T->qbase[r]))) {
-                    const float* s4[4];
-                    uint8_t* o4[4];
-                    for (int j = 0; j < 4; j++) {
-                        s4[j] = T->src + T->row_off[r + j] + c0;
-                        o4[j] = stage + (i + j) * W;
+                int g = lb_group_rows(&q, T->qbase, r, Ta - i);
+                if (g > 1) {
+                    const float* sg[8];
+                    uint8_t* og[8];
+                    for (int j = 0; j < g; j++) {
+                        sg[j] = T->src + T->row_off[r + j] + c0;
+                        og[j] = stage + (i + j) * W;
                     }
-                    lb_quant_rows4_avx2(&q, s4, base, o4, NULL, W);
-                    i += 4;
+                    if (g == 8) lb_quant_rows8_avx512(&q, sg, base, og, NULL, W);
+                    else lb_quant_rows4_avx2(&q, sg, base, og, NULL, W);
+                    i += g;
                 } else {
                     lb_quant_row(&q, T->src + T->row_off[r] + c0, NULL, base, 0, stage + i * W, W);
                     i++;

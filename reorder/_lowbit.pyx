@@ -19,6 +19,7 @@ cdef extern from "_lowbit.h" nogil:
         const int64_t* colidx
         int64_t colstep
     int lb_simd
+    int lb_simd512
     void lb_detect()
     void lb_quant_row(const lb_q_t* q, const float* s0, const float* s1, int64_t b0, int64_t b1,
                       uint8_t* out, int64_t L)
@@ -63,12 +64,23 @@ def simd_available():
     return bool(lb_simd)
 
 
-def set_simd(bint on):
-    """Turn the AVX2 rows off (tests compare both paths) or back on where the CPU has them."""
-    global lb_simd
+def simd512_available():
+    """True when the AVX-512 rows for integer codes run as well."""
+    return bool(lb_simd512)
+
+
+def set_simd(on):
+    """The rows to run: True (the widest this CPU has), "avx2" (not the AVX-512 ones), or
+    False (scalar); tests compare the paths."""
+    global lb_simd, lb_simd512
+    if on not in (True, False, "avx2"):
+        raise ValueError(f"set_simd takes True, False or 'avx2', got {on!r}")
     lb_detect()
-    if not on:
+    if on == "avx2":
+        lb_simd512 = 0
+    elif not on:
         lb_simd = 0
+        lb_simd512 = 0
 
 
 cdef inline const float* _fptr(a):

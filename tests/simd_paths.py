@@ -35,13 +35,16 @@ def convert_modes(ids):
 
 
 def lowbit_rows():
-    """A fixture over the low-bit kernels' vector rows ("simd", AVX2 + F16C) and scalar rows
-    ("scalar"); its value is the name."""
-    @pytest.fixture(params=["simd", "scalar"])
+    """A fixture over the low-bit kernels' rows: "avx512" (the integer-code group rows on
+    AVX-512, AVX2 + F16C for the rest), "simd" (AVX2 + F16C only) and "scalar"; its value is
+    the name."""
+    @pytest.fixture(params=["avx512", "simd", "scalar"])
     def rows(request):
+        if request.param == "avx512" and not _lowbit.simd512_available():
+            pytest.skip("no AVX-512 F/BW/DQ/VL")
         if request.param == "simd" and not _lowbit.simd_available():
             pytest.skip("no AVX2 + F16C")
-        _lowbit.set_simd(request.param == "simd")
+        _lowbit.set_simd({"avx512": True, "simd": "avx2", "scalar": False}[request.param])
         yield request.param
         _lowbit.set_simd(True)
     return rows

@@ -41,7 +41,7 @@ typedef struct {
 } lb_sink4_t;
 
 static int lb_simd = 0;     /* AVX2 + F16C present and allowed */
-static int lb_simd512 = 0;  /* and AVX-512 (F, BW, DQ, VL): the integer-code group rows */
+static int lb_simd512 = 0;  /* and AVX-512 (F, BW, DQ, VL): the 512-bit rows */
 
 static void lb_detect(void) {
 #if LB_X86
@@ -354,7 +354,81 @@ LB_TGT512 static inline __attribute__((always_inline)) __m128i lb_z_code16(__m51
     return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v));
 }
 
-/* Eight rows of one group with integer codes (lb_quant_rows4_avx2 with twice the rows on
+/* lb_v_f8_16 on 512-bit registers: 32 f8 codes from 32 values (v0: the first 16), the same
+ * integer steps on the f16 bits with mask registers in place of the blends */
+LB_TGT512 static inline __attribute__((always_inline)) __m256i lb_z_f8_32(__m512 v0, __m512 v1, int code) {
+    const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    __m256i h0 = _mm512_cvtps_ph(_mm512_add_ps(v0, _mm512_setzero_ps()), rn);   /* -0 -> +0 */
+    __m256i h1 = _mm512_cvtps_ph(_mm512_add_ps(v1, _mm512_setzero_ps()), rn);
+    __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(h0), h1, 1);
+    __m512i a = _mm512_and_si512(h, _mm512_set1_epi16(0x7fff));
+    __m512i s = _mm512_srli_epi16(_mm512_and_si512(h, _mm512_set1_epi16((short)0x8000)), 8);
+    __m512i one = _mm512_set1_epi16(1);
+    __m512i res;
+    if (code == LB_E5M2) {
+        __m512i r = _mm512_srli_epi16(_mm512_add_epi16(_mm512_add_epi16(a, _mm512_set1_epi16(0x7f)),
+                                      _mm512_and_si512(_mm512_srli_epi16(a, 8), one)), 8);
+        __m512i nan = _mm512_or_si512(_mm512_srli_epi16(h, 8), _mm512_set1_epi16(2));
+        __mmask32 isnan = _mm512_cmpgt_epi16_mask(a, _mm512_set1_epi16(0x7c00));
+        res = _mm512_mask_mov_epi16(_mm512_or_si512(s, r), isnan, nan);
+    } else {
+        __m512i r = _mm512_sub_epi16(_mm512_srli_epi16(_mm512_add_epi16(_mm512_add_epi16(a, _mm512_set1_epi16(0x3f)),
+                                     _mm512_and_si512(_mm512_srli_epi16(a, 7), one)), 7), _mm512_set1_epi16(64));
+        __mmask32 issub = _mm512_cmpgt_epi16_mask(_mm512_set1_epi16(0x2400), a);
+        if (issub) {
+            /* subnormal e4m3: |f16 value| * 512 rounded (exact product, cvtps rounds half to even) */
+            const __m512 absm = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+            __m512i s0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_and_ps(_mm512_cvtph_ps(h0), absm), _mm512_set1_ps(512.0f)));
+            __m512i s1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_and_ps(_mm512_cvtph_ps(h1), absm), _mm512_set1_ps(512.0f)));
+            __m512i sub = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtsepi32_epi16(s0)),
+                                             _mm512_cvtsepi32_epi16(s1), 1);
+            r = _mm512_mask_mov_epi16(r, issub, sub);
+        }
+        r = _mm512_mask_mov_epi16(r, _mm512_cmpgt_epi16_mask(_mm512_set1_epi16(0x1401), a), _mm512_setzero_si512());
+        r = _mm512_mask_mov_epi16(r, _mm512_cmpgt_epi16_mask(a, _mm512_set1_epi16(0x5f40)), _mm512_set1_epi16(0x7f));
+        res = _mm512_or_si512(s, r);
+    }
+    return _mm512_cvtepi16_epi8(res);
+}
+
+/* 32 codes one a byte from 32 scaled values (x0: the first 16) */
+LB_TGT512 static inline __attribute__((always_inline)) __m256i lb_z_codes32(__m512 x0, __m512 x1, int code) {
+    if (code == LB_E4M3 || code == LB_E5M2) return lb_z_f8_32(x0, x1, code);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(lb_z_code16(x0, code)), lb_z_code16(x1, code), 1);
+}
+
+LB_TGT512 static inline __attribute__((always_inline)) __m512 lb_z_apply(const lb_q_t* q, __m512 x, int64_t base, int64_t l) {
+    if (q->inv) x = _mm512_mul_ps(x, q->colstep ? _mm512_loadu_ps(q->inv + base + l) : _mm512_set1_ps(q->inv[base]));
+    if (q->zp) x = _mm512_add_ps(x, q->colstep ? _mm512_loadu_ps(q->zp + base + l) : _mm512_set1_ps(q->zp[base]));
+    return x;
+}
+
+/* One row, one code a byte (pair 0), on 512-bit registers */
+LB_TGT512 static inline __attribute__((always_inline)) void
+lb_quant_row_avx512_body(const lb_q_t* q0, const float* s0, int64_t b0, uint8_t* out, int64_t L, int code) {
+    lb_q_t lq = *q0;            /* a constant code, fields kept in registers (as above) */
+    const lb_q_t* q = &lq;
+    lq.code = code;
+    int64_t l = 0;
+    for (; l + 32 <= L; l += 32)
+        _mm256_storeu_si256((__m256i*)(out + l),
+                            lb_z_codes32(lb_z_apply(q, _mm512_loadu_ps(s0 + l), b0, l),
+                                         lb_z_apply(q, _mm512_loadu_ps(s0 + l + 16), b0, l + 16), code));
+    if (l < L) lb_quant_row_scalar(q, s0, NULL, b0, 0, out, l, L);
+}
+
+LB_TGT512 static void lb_quant_row_avx512(const lb_q_t* q, const float* s0, int64_t b0, uint8_t* out, int64_t L) {
+    switch (q->code) {
+        case LB_S4: lb_quant_row_avx512_body(q, s0, b0, out, L, LB_S4); break;
+        case LB_U4: lb_quant_row_avx512_body(q, s0, b0, out, L, LB_U4); break;
+        case LB_S8: lb_quant_row_avx512_body(q, s0, b0, out, L, LB_S8); break;
+        case LB_U8: lb_quant_row_avx512_body(q, s0, b0, out, L, LB_U8); break;
+        case LB_E4M3: lb_quant_row_avx512_body(q, s0, b0, out, L, LB_E4M3); break;
+        default: lb_quant_row_avx512_body(q, s0, b0, out, L, LB_E5M2); break;
+    }
+}
+
+/* Eight rows of one group (lb_quant_rows4_avx2 with twice the rows on
  * 512-bit registers: half the instructions per value, so more source lines in flight).
  * With a tile sink the rows are two 4a groups, the second Tb * 2 bytes further. */
 LB_TGT512 static inline __attribute__((always_inline)) void
@@ -375,14 +449,13 @@ lb_quant_rows8_avx512_body(const lb_q_t* q0, const float* const* s, int64_t base
         }
         __m256i c[8];
         for (int j = 0; j < 8; j++) {
-            __m128i h[2];
+            __m512 x[2];
             for (int k = 0; k < 2; k++) {
-                __m512 x = _mm512_loadu_ps(s[j] + l + 16 * k);
-                if (q->inv) x = _mm512_mul_ps(x, sc[k]);
-                if (q->zp) x = _mm512_add_ps(x, z[k]);
-                h[k] = lb_z_code16(x, code);
+                x[k] = _mm512_loadu_ps(s[j] + l + 16 * k);
+                if (q->inv) x[k] = _mm512_mul_ps(x[k], sc[k]);
+                if (q->zp) x[k] = _mm512_add_ps(x[k], z[k]);
             }
-            c[j] = _mm256_inserti128_si256(_mm256_castsi128_si256(h[0]), h[1], 1);
+            c[j] = lb_z_codes32(x[0], x[1], code);
             if (!tiles) _mm256_storeu_si256((__m256i*)(out[j] + l), c[j]);
         }
         if (tiles) {
@@ -401,7 +474,9 @@ LB_TGT512 static void lb_quant_rows8_avx512(const lb_q_t* q, const float* const*
         case LB_S4: lb_quant_rows8_avx512_body(q, s, base, out, tiles, L, LB_S4); break;
         case LB_U4: lb_quant_rows8_avx512_body(q, s, base, out, tiles, L, LB_U4); break;
         case LB_S8: lb_quant_rows8_avx512_body(q, s, base, out, NULL, L, LB_S8); break;
-        default: lb_quant_rows8_avx512_body(q, s, base, out, NULL, L, LB_U8); break;
+        case LB_U8: lb_quant_rows8_avx512_body(q, s, base, out, NULL, L, LB_U8); break;
+        case LB_E4M3: lb_quant_rows8_avx512_body(q, s, base, out, NULL, L, LB_E4M3); break;
+        default: lb_quant_rows8_avx512_body(q, s, base, out, NULL, L, LB_E5M2); break;
     }
 }
 
@@ -412,10 +487,10 @@ static inline int lb_same_group(const int64_t* qbase, int64_t r, int n) {
     return 1;
 }
 
-/* How many rows from r the strip quantizes in one call: eight of one group for integer codes
- * on AVX-512, four of one group, or one */
+/* How many rows from r the strip quantizes in one call: eight of one group on AVX-512, four
+ * of one group, or one */
 static inline int lb_group_rows(const lb_q_t* q, const int64_t* qbase, int64_t r, int64_t left) {
-    if (lb_simd512 && q->code <= LB_U8 && left >= 8 && lb_same_group(qbase, r, 8)) return 8;
+    if (lb_simd512 && left >= 8 && lb_same_group(qbase, r, 8)) return 8;
     if (left >= 4 && lb_same_group(qbase, r, 4)) return 4;
     return 1;
 }
@@ -492,6 +567,7 @@ LB_TGT static void lb_quant_row_avx2(const lb_q_t* q, const float* s0, const flo
 static void lb_quant_row(const lb_q_t* q, const float* s0, const float* s1, int64_t b0, int64_t b1,
                          uint8_t* out, int64_t L) {
 #if LB_X86
+    if (lb_simd512 && q->colidx == NULL && q->pair == 0) { lb_quant_row_avx512(q, s0, b0, out, L); return; }
     if (lb_simd && q->colidx == NULL) { lb_quant_row_avx2(q, s0, s1, b0, b1, out, L); return; }
 #endif
     lb_quant_row_scalar(q, s0, s1, b0, b1, out, 0, L);

@@ -38,6 +38,7 @@ typedef struct {
     uint8_t* dst;
     const int64_t* toff;
     int64_t Tb;
+    int nt;                 /* streaming stores (whole aligned lines) */
 } lb_sink4_t;
 
 static int lb_simd = 0;     /* AVX2 + F16C present and allowed */
@@ -288,13 +289,18 @@ LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_codes32(const l
 /* Columns l .. l+31 of the four rows of one `4a` group of a BA{Ta}a{Tb}b4a nibble tile, from
  * their codes one a byte: the 64 bytes at column l of the group's row (see lb_tile_from_stage). */
 LB_TGT static inline __attribute__((always_inline)) void
-lb_v_store_nib4(uint8_t* o, __m256i c0, __m256i c1, __m256i c2, __m256i c3) {
+lb_v_store_nib4(uint8_t* o, __m256i c0, __m256i c1, __m256i c2, __m256i c3, int nt) {
     const __m256i lo4 = _mm256_set1_epi8(0x0f), hi4 = _mm256_set1_epi8((char)0xf0);
     __m256i p0 = _mm256_or_si256(_mm256_and_si256(c0, lo4), _mm256_and_si256(_mm256_slli_epi16(c1, 4), hi4));
     __m256i p1 = _mm256_or_si256(_mm256_and_si256(c2, lo4), _mm256_and_si256(_mm256_slli_epi16(c3, 4), hi4));
     __m256i u = _mm256_unpacklo_epi8(p0, p1), v = _mm256_unpackhi_epi8(p0, p1);
-    _mm256_storeu_si256((__m256i*)o, _mm256_permute2x128_si256(u, v, 0x20));
-    _mm256_storeu_si256((__m256i*)(o + 32), _mm256_permute2x128_si256(u, v, 0x31));
+    if (nt && ((uintptr_t)o & 63) == 0) {
+        _mm256_stream_si256((__m256i*)o, _mm256_permute2x128_si256(u, v, 0x20));
+        _mm256_stream_si256((__m256i*)(o + 32), _mm256_permute2x128_si256(u, v, 0x31));
+    } else {
+        _mm256_storeu_si256((__m256i*)o, _mm256_permute2x128_si256(u, v, 0x20));
+        _mm256_storeu_si256((__m256i*)(o + 32), _mm256_permute2x128_si256(u, v, 0x31));
+    }
 }
 
 /* Four rows that share one scale-table row (rows of one group in a strip), one code a byte:
@@ -328,7 +334,8 @@ lb_quant_rows4_avx2_body(const lb_q_t* q0, const float* const* s, int64_t base, 
             if (!tiles) _mm256_storeu_si256((__m256i*)(out[j] + l), c[j]);
         }
         if (tiles)
-            lb_v_store_nib4(tiles->dst + tiles->toff[l / tiles->Tb] + 2 * (l % tiles->Tb), c[0], c[1], c[2], c[3]);
+            lb_v_store_nib4(tiles->dst + tiles->toff[l / tiles->Tb] + 2 * (l % tiles->Tb), c[0], c[1], c[2], c[3],
+                            tiles->nt);
     }
     if (l < L)      /* rows only: a tile sink's runs are whole multiples of 32 columns */
         for (int j = 0; j < 4; j++) lb_quant_row_scalar(q, s[j], NULL, base, 0, out[j], l, L);
@@ -460,8 +467,8 @@ lb_quant_rows8_avx512_body(const lb_q_t* q0, const float* const* s, int64_t base
         }
         if (tiles) {
             uint8_t* o = tiles->dst + tiles->toff[l / tiles->Tb] + 2 * (l % tiles->Tb);
-            lb_v_store_nib4(o, c[0], c[1], c[2], c[3]);
-            lb_v_store_nib4(o + tiles->Tb * 2, c[4], c[5], c[6], c[7]);
+            lb_v_store_nib4(o, c[0], c[1], c[2], c[3], tiles->nt);
+            lb_v_store_nib4(o + tiles->Tb * 2, c[4], c[5], c[6], c[7], tiles->nt);
         }
     }
     if (l < L)      /* rows only: a tile sink's runs are whole multiples of 32 columns */
@@ -586,6 +593,7 @@ typedef struct {
     int64_t Ta, Tb, K, N;    /* tile and the last two dims */
     int nib;
     int fast;                /* X of a BA{Ta}a{Tb}b{X}a tile (2 or 4) with Tb % 32 == 0, packed; else 0 */
+    int stream;              /* the tiles written from registers use streaming stores */
 } lb_tile_t;
 
 /* buf (Ta x Tb codes in logical order) -> the tile's physical order, two a byte when nib */
@@ -695,7 +703,7 @@ static void lb_quant_strip(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, c
                     int g = lb_group_rows(&q, T->qbase, r, Ta - i) == 8 ? 8 : 4;
                     const float* sg[8];
                     for (int j = 0; j < g; j++) sg[j] = T->src + T->row_off[r + j] + c0;
-                    lb_sink4_t sink = {dst + (i / 4) * Tb * 2, toff + k, Tb};
+                    lb_sink4_t sink = {dst + (i / 4) * Tb * 2, toff + k, Tb, T->stream};
                     if (g == 8) lb_quant_rows8_avx512(&q, sg, base, NULL, &sink, W);
                     else lb_quant_rows4_avx2(&q, sg, base, NULL, &sink, W);
                     i += g;
@@ -730,6 +738,7 @@ static void lb_quant_strip(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, c
             }
             k += n;
         }
+        if (T->stream) _mm_sfence();    /* before another thread reads the tiles */
         return;
     }
 #endif

@@ -31,6 +31,7 @@ cdef extern from "_lowbit.h" nogil:
         int64_t Ta, Tb, K, N
         int nib
         int fast
+        int stream
     void lb_quant_tile(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, int64_t col0,
                        uint8_t* dst, uint8_t* buf)
     void lb_quant_strip(const lb_q_t* q0, const lb_tile_t* T, int64_t row0, const int64_t* toff,
@@ -120,10 +121,11 @@ def quant_rows(uintptr_t src, const int64_t[::1] row0, const int64_t[::1] row1,
 def quant_tiles(uintptr_t src, const int64_t[::1] row_off, qbase, str code, inv, zp, colidx,
                 int64_t colstep, const int32_t[::1] tab, int64_t Ta, int64_t Tb, int64_t K,
                 int64_t N, bint nib, int fast, const int64_t[::1] tile_off, const int64_t[::1] tile_row,
-                const int64_t[::1] tile_col, uintptr_t out, int nthreads):
+                const int64_t[::1] tile_col, uintptr_t out, bint stream, int nthreads):
     """Quantize f32 rows straight into a blocked destination, one tile (Ta x Tb logical
     elements, contiguous in the destination) at a time: tile t starts at byte tile_off[t] of
-    out, at logical row tile_row[t] (C order over dims[:-1]) and column tile_col[t]."""
+    out, at logical row tile_row[t] (C order over dims[:-1]) and column tile_col[t]. `stream`:
+    the nibble tiles written from registers use streaming stores."""
     cdef lb_q_t q
     q.code = CODES[code]
     q.pair = 0
@@ -139,6 +141,7 @@ def quant_tiles(uintptr_t src, const int64_t[::1] row_off, qbase, str code, inv,
     T.Ta, T.Tb, T.K, T.N = Ta, Tb, K, N
     T.nib = nib
     T.fast = fast
+    T.stream = stream
     cdef int64_t n = tile_off.shape[0], t
     cdef uint8_t* d = <uint8_t*>out
     if n == 0:
@@ -262,6 +265,7 @@ def dequant_tiles(str code, uintptr_t src, bint nib, int fast, const int32_t[::1
     T.Ta, T.Tb, T.K, T.N = Ta, Tb, K, N
     T.nib = nib
     T.fast = fast
+    T.stream = 0             # this side's streaming is the lb_dq_t's
     cdef int64_t n = tile_off.shape[0], k, a
     if n == 0:
         return

@@ -575,9 +575,12 @@ def _fused(f, row_off, dims, ddesc, q, inv, zp, nib, out, nth):
                            name, 1 if nib else 0, inv, zp, colidx, colstep, nth)
         return res
     Ta, Tb, tab, fast, toff, trow, tcol = plan
+    # as on the way back: an output the caller gave is streamed when large; a fresh one is not
+    # (its pages are zeroed through the cache when first touched)
+    stream = out is not None and res.nbytes >= STREAM_MIN_BYTES
     _lowbit.quant_tiles(data_address(f), np.ascontiguousarray(row_off, np.int64), base, name,
                         inv, zp, colidx, colstep, tab, Ta, Tb, dims[-2], dims[-1], nib, fast, toff,
-                        trow, tcol, data_address(res), nth)
+                        trow, tcol, data_address(res), stream, nth)
     return res
 
 

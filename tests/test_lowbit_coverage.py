@@ -198,17 +198,20 @@ def test_quantize_out(tag):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("tag,dt,dims", [("BA64a64b4a", "s4", (72, 4200)),
+@pytest.mark.parametrize("tag,dt,dims", [("BA16a64b4a", "s4", (72, 4200)),
+                                         ("BA64a64b4a", "s4", (72, 4200)),
                                          ("BA8a32b2a", "u4", (2, 24, 4200)),
                                          ("AB64b64a", "u4", (72, 4200)),
                                          ("AB64b64a", "f8_e4m3", (72, 4200))])
 def test_wide_strips_against_reference(rows, threads, tag, dt, dims):
-    """BA{n}a{m}b{X}a nibble tiles are built a strip of n rows at a time, through a staging
-    buffer one run of tiles wide (at most 262144 bytes: 4096 columns for 64-row tiles).
-    72 x 4200 in 64-row tiles: a run cut at 4096 columns, a right-edge tile cut at 40 columns,
-    a strip cut by the end of K; 2 x 24 x 4200 in 8-row tiles (X = 2): strips in each of the
-    two matrices. AB64b64a tiles are gathered from the same stage through the position
-    table, as nibbles and as f8 bytes. Groups of 8 along K."""
+    """BA{n}a{m}b{X}a nibble tiles are built a strip of n rows at a time, in runs of tiles at
+    most 262144 bytes of codes wide (4096 columns for 64-row tiles): `4a` tiles straight from
+    the registers, `2a` tiles through a staging buffer. 72 x 4200 in BA16a64b4a's 64-row
+    tiles: a run cut at 4096 columns, a right-edge tile cut at 40 columns, a strip cut by the
+    end of K (BA64a64b4a's tiles are 256 rows, 64a inside 4a, taller than K: each is
+    quantized on its own); 2 x 24 x 4200 in 8-row tiles (X = 2): strips in each of the two
+    matrices. AB64b64a tiles are gathered from the stage through the position table, as
+    nibbles and as f8 bytes. Groups of 8 along K."""
     G = 8
     x = _big(dims, seed=21)
     sdims = dims[:-2] + (dims[-2] // G, dims[-1])
@@ -222,4 +225,28 @@ def test_wide_strips_against_reference(rows, threads, tag, dt, dims):
     got = ro.reorder(x, src, btag, dtype=dt, dst_scales=sc, dst_zero_point=zp,
                      dst_groups=(G, 1), threads=threads)
     want = expected_once(("wide", tag, dt), x, btag, dt, sc, zp, mask, (G, 1))
+    assert np.array_equal(as_bytes(got), want)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("aligned", [True, False])
+def test_streamed_tiles_against_reference(rows, threads, aligned, monkeypatch):
+    """A large destination the caller gives gets its BA{n}a{m}b4a tiles written with streaming
+    stores (forced here from 0 bytes): whole aligned lines streamed, an unaligned buffer
+    written as before, the same bytes as the reference either way, with the run cut at 4096
+    columns, the right-edge tile and the strip cut by the end of K."""
+    import reorder.lowbit
+    monkeypatch.setattr(reorder.lowbit, "STREAM_MIN_BYTES", 0)
+    G, dims, tag = 8, (72, 4200), "BA16a64b4a"           # 64 x 64 tiles: one full strip
+    x = _big(dims, seed=21)
+    sc = np.random.default_rng(22).uniform(0.1, 1, (dims[0] // G, dims[1])).astype(np.float32)
+    zp = np.random.default_rng(23).integers(-3, 4, (dims[0] // G, dims[1])).astype(np.int8)
+    kw = dict(dtype="s4", dst_scales=sc, dst_zero_point=zp, dst_groups=(G, 1), threads=threads)
+    n = ro.reorder(x, "ab", tag, **kw).size
+    raw = np.full(n + 64 + 1, 0xAA, np.uint8)
+    start = (-raw.ctypes.data) % 64 + (0 if aligned else 1)
+    out = raw[start:start + n]
+    got = ro.reorder(x, "ab", tag, out=out, **kw)
+    assert got is out
+    want = expected_once(("wide", tag, "s4"), x, tag, "s4", sc, zp, 3, (G, 1))
     assert np.array_equal(as_bytes(got), want)

@@ -30,6 +30,7 @@ typedef struct {
     const float* zp;        /* zero point per scale index, as f32, or NULL */
     const int64_t* colidx;  /* scale index of each column, or NULL: colstep * column */
     int64_t colstep;        /* 0 or 1 when colidx is NULL */
+    int nt;                 /* rows of one code a byte: streaming stores (whole aligned lines) */
 } lb_q_t;
 
 /* Where four rows of codes go instead of rows: the 4a groups of BA{Ta}a{Tb}b4a nibble tiles,
@@ -382,7 +383,7 @@ LB_TGT512 static inline __attribute__((always_inline)) __m256i lb_z_f8_32(__m512
         __m512i r = _mm512_sub_epi16(_mm512_srli_epi16(_mm512_add_epi16(_mm512_add_epi16(a, _mm512_set1_epi16(0x3f)),
                                      _mm512_and_si512(_mm512_srli_epi16(a, 7), one)), 7), _mm512_set1_epi16(64));
         __mmask32 issub = _mm512_cmpgt_epi16_mask(_mm512_set1_epi16(0x2400), a);
-        if (issub) {
+        {   /* branchless: a block with a subnormal result is common in real data */
             /* subnormal e4m3: |f16 value| * 512 rounded (exact product, cvtps rounds half to even) */
             const __m512 absm = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
             __m512i s0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_and_ps(_mm512_cvtph_ps(h0), absm), _mm512_set1_ps(512.0f)));
@@ -417,11 +418,23 @@ lb_quant_row_avx512_body(const lb_q_t* q0, const float* s0, int64_t b0, uint8_t*
     const lb_q_t* q = &lq;
     lq.code = code;
     int64_t l = 0;
+#define LB_Z32(l) lb_z_codes32(lb_z_apply(q, _mm512_loadu_ps(s0 + (l)), b0, (l)),                 \
+                               lb_z_apply(q, _mm512_loadu_ps(s0 + (l) + 16), b0, (l) + 16), code)
+    if (q->nt) {                /* the lines from the first aligned one, streamed whole */
+        int64_t h = (int64_t)((64 - ((uintptr_t)out & 63)) & 63);
+        if (h && L >= h + 64) {  /* the head, in ordinary stores that may run past it */
+            for (; l < h; l += 32) _mm256_storeu_si256((__m256i*)(out + l), LB_Z32(l));
+            l = h;
+        }
+        for (; l + 64 <= L && ((uintptr_t)(out + l) & 63) == 0; l += 64)
+            _mm512_stream_si512((__m512i*)(out + l),
+                                _mm512_inserti64x4(_mm512_castsi256_si512(LB_Z32(l)), LB_Z32(l + 32), 1));
+    }
     for (; l + 32 <= L; l += 32)
-        _mm256_storeu_si256((__m256i*)(out + l),
-                            lb_z_codes32(lb_z_apply(q, _mm512_loadu_ps(s0 + l), b0, l),
-                                         lb_z_apply(q, _mm512_loadu_ps(s0 + l + 16), b0, l + 16), code));
+        _mm256_storeu_si256((__m256i*)(out + l), LB_Z32(l));
+#undef LB_Z32
     if (l < L) lb_quant_row_scalar(q, s0, NULL, b0, 0, out, l, L);
+    if (q->nt) _mm_sfence();    /* before another thread reads the row */
 }
 
 LB_TGT512 static void lb_quant_row_avx512(const lb_q_t* q, const float* s0, int64_t b0, uint8_t* out, int64_t L) {

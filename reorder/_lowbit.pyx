@@ -18,6 +18,7 @@ cdef extern from "_lowbit.h" nogil:
         const float* zp
         const int64_t* colidx
         int64_t colstep
+        int nt
     int lb_simd
     int lb_simd512
     void lb_detect()
@@ -99,9 +100,10 @@ cdef inline uint8_t* _bytes(a):
 def quant_rows(uintptr_t src, const int64_t[::1] row0, const int64_t[::1] row1,
                const int64_t[::1] base0, const int64_t[::1] base1, uintptr_t out,
                int64_t out_row, int64_t L, str code, int pair, inv, zp, colidx, int64_t colstep,
-               int nthreads):
+               bint stream, int nthreads):
     """Output row o (out + o * out_row bytes) from the f32 rows at element offsets row0[o] (and
-    row1[o] for pairs across rows, -1 for a zero nibble); scale-table row bases base0/base1."""
+    row1[o] for pairs across rows, -1 for a zero nibble); scale-table row bases base0/base1.
+    `stream`: rows of one code a byte are written with streaming stores."""
     cdef lb_q_t q
     q.code = CODES[code]
     q.pair = pair
@@ -109,6 +111,7 @@ def quant_rows(uintptr_t src, const int64_t[::1] row0, const int64_t[::1] row1,
     q.zp = _fptr(zp)
     q.colidx = _iptr(colidx)
     q.colstep = colstep
+    q.nt = stream
     cdef int64_t n = row0.shape[0], o
     cdef const float* s = <const float*>src
     cdef uint8_t* d = <uint8_t*>out
@@ -133,6 +136,7 @@ def quant_tiles(uintptr_t src, const int64_t[::1] row_off, qbase, str code, inv,
     q.zp = _fptr(zp)
     q.colidx = _iptr(colidx)
     q.colstep = colstep
+    q.nt = 0                 # the rows go to a stage; the tiles stream (T.stream)
     cdef lb_tile_t T
     T.src = <const float*>src
     T.row_off = &row_off[0] if row_off.shape[0] else NULL

@@ -444,7 +444,7 @@ def quantize_to(f, row_off, dims, ddesc, dquant, want_packed, out, threads):
         plain = Desc(pdims, "u8")
         mid = aligned_empty((plain.nelems,), np.uint8)
         _lowbit.quant_rows(data_address(f), row0, row1, base0, base1, data_address(mid), row_bytes,
-                           L, name, mode, inv, zp, colidx, colstep, nth)
+                           L, name, mode, inv, zp, colidx, colstep, False, nth)
         res = _packed_out(out, ddesc)
         _run(plain, proxy, mid, res.reshape(proxy.physical_shape), nth)
         return res
@@ -455,7 +455,7 @@ def quantize_to(f, row_off, dims, ddesc, dquant, want_packed, out, threads):
     proxy_t = _codes_proxy(ddesc.dtype)
     mid = aligned_empty((math.prod(dims),), np.int8 if proxy_t == "s8" else np.uint8)
     _lowbit.quant_rows(data_address(f), row0, np.full(len(ridx), -1, np.int64), base0, base0,
-                       data_address(mid), L, L, name, 0, inv, zp, colidx, colstep, nth)
+                       data_address(mid), L, L, name, 0, inv, zp, colidx, colstep, False, nth)
     code_desc = Desc._from_axes(ddesc.dims, proxy_t, ddesc.axes, ddesc.offset0, ddesc.tag)
     if nibble and want_packed:
         codes = _run(Desc(dims, proxy_t), code_desc, mid, None, nth)
@@ -566,18 +566,18 @@ def _fused(f, row_off, dims, ddesc, q, inv, zp, nib, out, nth):
         base, colidx, colstep = q.row_tables(ridx)
     else:
         base, colidx, colstep = None, None, 0
+    # as on the way back: an output the caller gave is streamed when large; a fresh one is not
+    # (its pages are zeroed through the cache when first touched)
+    stream = out is not None and res.nbytes >= STREAM_MIN_BYTES
     if plain_rows:
         R = len(ridx)
         row_bytes = L // 2 if nib else L
         b = base if base is not None else np.zeros(R, np.int64)
         _lowbit.quant_rows(data_address(f), np.ascontiguousarray(row_off, np.int64),
                            np.full(R, -1, np.int64), b, b, data_address(res), row_bytes, L,
-                           name, 1 if nib else 0, inv, zp, colidx, colstep, nth)
+                           name, 1 if nib else 0, inv, zp, colidx, colstep, stream, nth)
         return res
     Ta, Tb, tab, fast, toff, trow, tcol = plan
-    # as on the way back: an output the caller gave is streamed when large; a fresh one is not
-    # (its pages are zeroed through the cache when first touched)
-    stream = out is not None and res.nbytes >= STREAM_MIN_BYTES
     _lowbit.quant_tiles(data_address(f), np.ascontiguousarray(row_off, np.int64), base, name,
                         inv, zp, colidx, colstep, tab, Ta, Tb, dims[-2], dims[-1], nib, fast, toff,
                         trow, tcol, data_address(res), stream, nth)

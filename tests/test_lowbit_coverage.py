@@ -250,3 +250,26 @@ def test_streamed_tiles_against_reference(rows, threads, aligned, monkeypatch):
     assert got is out
     want = expected_once(("wide", tag, "s4"), x, tag, "s4", sc, zp, 3, (G, 1))
     assert np.array_equal(as_bytes(got), want)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("aligned", [True, False])
+@pytest.mark.parametrize("dt", ["f8_e4m3", "f8_e5m2"])
+def test_streamed_rows_against_reference(rows, threads, aligned, dt, monkeypatch):
+    """Plain f8 rows into a large destination the caller gives: the lines from each row's
+    first aligned one are streamed (forced here from 0 bytes). Rows of 1000 bytes start at
+    several alignments, so rows have a head, a streamed middle and a tail; a buffer one byte
+    off never reaches an aligned line and is written as before."""
+    import reorder.lowbit
+    monkeypatch.setattr(reorder.lowbit, "STREAM_MIN_BYTES", 0)
+    dims = (7, 1000)
+    x = _big(dims, seed=31)
+    kw = dict(dtype=dt, threads=threads)
+    n = int(np.prod(dims))
+    raw = np.full(n + 64 + 1, 0xAA, np.uint8)
+    start = (-raw.ctypes.data) % 64 + (0 if aligned else 1)
+    out = raw[start:start + n]
+    storage = {"f8_e4m3": ml_dtypes.float8_e4m3fn, "f8_e5m2": ml_dtypes.float8_e5m2}[dt]
+    got = ro.reorder(x, "ab", "ab", out=out.view(storage).reshape(dims), **kw)
+    want = expected_once(("streamed rows", dt), x, "ab", dt)
+    assert np.array_equal(as_bytes(got), want) and np.array_equal(out, want)

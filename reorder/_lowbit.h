@@ -54,6 +54,16 @@ static void lb_detect(void) {
 #endif
 }
 
+/* The range of an integer code's values, as floats for the clamps. */
+static inline void lb_int_range(int code, float* lo, float* hi) {
+    switch (code) {
+        case LB_S4: *lo = -8.f; *hi = 7.f; break;
+        case LB_U4: *lo = 0.f; *hi = 15.f; break;
+        case LB_S8: *lo = -128.f; *hi = 127.f; break;
+        default: *lo = 0.f; *hi = 255.f; break;
+    }
+}
+
 static inline uint32_t lb_f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float lb_u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
@@ -129,12 +139,7 @@ static inline float lb_e4m3_to_f32(uint8_t b) {
  * rule, so NaN gives s8 127, s4 7, u8 0, u4 0; then round half to even. */
 static inline int32_t lb_int_code(float v, int code) {
     float lo, hi;
-    switch (code) {
-        case LB_S4: lo = -8.f; hi = 7.f; break;
-        case LB_U4: lo = 0.f; hi = 15.f; break;
-        case LB_S8: lo = -128.f; hi = 127.f; break;
-        default: lo = 0.f; hi = 255.f; break;
-    }
+    lb_int_range(code, &lo, &hi);
     if (code == LB_U4 || code == LB_U8) {
         v = (v > lo) ? v : lo;          /* NaN -> lo */
         v = (v < hi) ? v : hi;
@@ -192,6 +197,18 @@ static void lb_quant_row_scalar(const lb_q_t* q, const float* s0, const float* s
 #if LB_X86
 #define LB_TGT __attribute__((target("avx2,f16c")))
 
+/* CALL(code) with the code as a constant, so that each body is compiled once a code and
+ * tests nothing on it in its loops */
+#define LB_BY_CODE(code, CALL)                                                                \
+    switch (code) {                                                                           \
+        case LB_S4: CALL(LB_S4); break;                                                       \
+        case LB_U4: CALL(LB_U4); break;                                                       \
+        case LB_S8: CALL(LB_S8); break;                                                       \
+        case LB_U8: CALL(LB_U8); break;                                                       \
+        case LB_E4M3: CALL(LB_E4M3); break;                                                   \
+        default: CALL(LB_E5M2); break;                                                        \
+    }
+
 LB_TGT static inline __attribute__((always_inline)) __m256 lb_v_apply(const lb_q_t* q, __m256 x, int64_t base, int64_t l) {
     if (q->inv) {
         __m256 s = q->colstep ? _mm256_loadu_ps(q->inv + base + l) : _mm256_set1_ps(q->inv[base]);
@@ -243,12 +260,7 @@ LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_code(__m256 v, 
     if (code == LB_E4M3 || code == LB_E5M2)    /* the 16-lane rule, half of it used */
         return _mm256_cvtepu16_epi32(_mm256_castsi256_si128(lb_v_f8_16(v, v, code)));
     float lo, hi;
-    switch (code) {
-        case LB_S4: lo = -8.f; hi = 7.f; break;
-        case LB_U4: lo = 0.f; hi = 15.f; break;
-        case LB_S8: lo = -128.f; hi = 127.f; break;
-        default: lo = 0.f; hi = 255.f; break;
-    }
+    lb_int_range(code, &lo, &hi);
     if (code == LB_U4 || code == LB_U8)   /* maxps(v, lo) returns lo for NaN */
         v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
     else                                   /* minps(v, hi) returns hi for NaN */
@@ -304,42 +316,50 @@ lb_v_store_nib4(uint8_t* o, __m256i c0, __m256i c1, __m256i c2, __m256i c3, int 
     }
 }
 
-/* Four rows that share one scale-table row (rows of one group in a strip), one code a byte:
- * the scale and zero-point vectors are loaded once for the four. With a load of each per
+/* Rows that share one scale-table row (rows of one group in a strip), one code a byte: the
+ * scale and zero-point vectors are loaded once for all of them. With a load of each per
  * source load, a single row's loop kept too few source lines in flight to stream from
- * memory (docs/int8.md). */
+ * memory (docs/int8.md). The body at one vector width: NR rows, 32 columns a step in
+ * vectors V of W floats; CODES32(x, code) makes a row's 32 codes from its 32 / W scaled
+ * vectors. With a tile sink the rows are NR / 4 `4a` groups of the tile, each Tb * 2 bytes
+ * after the last. */
+#define LB_GROUP_ROWS_BODY(NR, V, W, LOAD, SET1, ZERO, MUL, ADD, CODES32)                        \
+    lb_q_t lq = *q0;            /* a constant code, fields kept in registers (as above) */     \
+    const lb_q_t* q = &lq;                                                                       \
+    lq.code = code;                                                                              \
+    int64_t l = 0;                                                                               \
+    for (; l + 32 <= L; l += 32) {                                                               \
+        V sc[32 / W], z[32 / W], x[32 / W];                                                      \
+        for (int k = 0; k < 32 / W; k++) {                                                       \
+            int64_t c = base + (q->colstep ? l + W * k : 0);                                     \
+            sc[k] = q->inv ? (q->colstep ? LOAD(q->inv + c) : SET1(q->inv[c])) : ZERO();         \
+            z[k] = q->zp ? (q->colstep ? LOAD(q->zp + c) : SET1(q->zp[c])) : ZERO();             \
+        }                                                                                        \
+        __m256i c[NR];                                                                           \
+        for (int j = 0; j < NR; j++) {                                                           \
+            for (int k = 0; k < 32 / W; k++) {                                                   \
+                x[k] = LOAD(s[j] + l + W * k);                                                   \
+                if (q->inv) x[k] = MUL(x[k], sc[k]);                                             \
+                if (q->zp) x[k] = ADD(x[k], z[k]);                                               \
+            }                                                                                    \
+            c[j] = CODES32(x, code);                                                             \
+            if (!tiles) _mm256_storeu_si256((__m256i*)(out[j] + l), c[j]);                       \
+        }                                                                                        \
+        if (tiles) {                                                                             \
+            uint8_t* o = tiles->dst + tiles->toff[l / tiles->Tb] + 2 * (l % tiles->Tb);         \
+            for (int g = 0; g < NR / 4; g++)                                                     \
+                lb_v_store_nib4(o + g * tiles->Tb * 2, c[4 * g], c[4 * g + 1], c[4 * g + 2],     \
+                                c[4 * g + 3], tiles->nt);                                        \
+        }                                                                                        \
+    }                                                                                            \
+    if (l < L)      /* rows only: a tile sink's runs are whole multiples of 32 columns */       \
+        for (int j = 0; j < NR; j++) lb_quant_row_scalar(q, s[j], NULL, base, 0, out[j], l, L);
+
 LB_TGT static inline __attribute__((always_inline)) void
 lb_quant_rows4_avx2_body(const lb_q_t* q0, const float* const* s, int64_t base, uint8_t* const* out,
                          const lb_sink4_t* tiles, int64_t L, int code) {
-    lb_q_t lq = *q0;            /* a constant code, fields kept in registers (as above) */
-    const lb_q_t* q = &lq;
-    lq.code = code;
-    int64_t l = 0;
-    for (; l + 32 <= L; l += 32) {
-        __m256 sc[4], z[4], x[4];
-        for (int k = 0; k < 4; k++) {
-            int64_t c = base + (q->colstep ? l + 8 * k : 0);
-            sc[k] = q->inv ? (q->colstep ? _mm256_loadu_ps(q->inv + c) : _mm256_set1_ps(q->inv[c]))
-                           : _mm256_setzero_ps();
-            z[k] = q->zp ? (q->colstep ? _mm256_loadu_ps(q->zp + c) : _mm256_set1_ps(q->zp[c]))
-                         : _mm256_setzero_ps();
-        }
-        __m256i c[4];
-        for (int j = 0; j < 4; j++) {
-            for (int k = 0; k < 4; k++) {
-                x[k] = _mm256_loadu_ps(s[j] + l + 8 * k);
-                if (q->inv) x[k] = _mm256_mul_ps(x[k], sc[k]);
-                if (q->zp) x[k] = _mm256_add_ps(x[k], z[k]);
-            }
-            c[j] = lb_v_codes32_of(x, code);
-            if (!tiles) _mm256_storeu_si256((__m256i*)(out[j] + l), c[j]);
-        }
-        if (tiles)
-            lb_v_store_nib4(tiles->dst + tiles->toff[l / tiles->Tb] + 2 * (l % tiles->Tb), c[0], c[1], c[2], c[3],
-                            tiles->nt);
-    }
-    if (l < L)      /* rows only: a tile sink's runs are whole multiples of 32 columns */
-        for (int j = 0; j < 4; j++) lb_quant_row_scalar(q, s[j], NULL, base, 0, out[j], l, L);
+    LB_GROUP_ROWS_BODY(4, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_setzero_ps,
+                       _mm256_mul_ps, _mm256_add_ps, lb_v_codes32_of)
 }
 
 #define LB_TGT512 __attribute__((target("avx2,f16c,avx512f,avx512bw,avx512dq,avx512vl")))
@@ -349,12 +369,7 @@ lb_quant_rows4_avx2_body(const lb_q_t* q0, const float* const* s, int64_t base, 
  * narrow that is exact on the clamped values */
 LB_TGT512 static inline __attribute__((always_inline)) __m128i lb_z_code16(__m512 v, int code) {
     float lo, hi;
-    switch (code) {
-        case LB_S4: lo = -8.f; hi = 7.f; break;
-        case LB_U4: lo = 0.f; hi = 15.f; break;
-        case LB_S8: lo = -128.f; hi = 127.f; break;
-        default: lo = 0.f; hi = 255.f; break;
-    }
+    lb_int_range(code, &lo, &hi);
     if (code == LB_U4 || code == LB_U8)
         v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(lo)), _mm512_set1_ps(hi));
     else
@@ -405,6 +420,10 @@ LB_TGT512 static inline __attribute__((always_inline)) __m256i lb_z_codes32(__m5
     return _mm256_inserti128_si256(_mm256_castsi128_si256(lb_z_code16(x0, code)), lb_z_code16(x1, code), 1);
 }
 
+LB_TGT512 static inline __attribute__((always_inline)) __m256i lb_z_codes32_of(const __m512 x[2], int code) {
+    return lb_z_codes32(x[0], x[1], code);
+}
+
 LB_TGT512 static inline __attribute__((always_inline)) __m512 lb_z_apply(const lb_q_t* q, __m512 x, int64_t base, int64_t l) {
     if (q->inv) x = _mm512_mul_ps(x, q->colstep ? _mm512_loadu_ps(q->inv + base + l) : _mm512_set1_ps(q->inv[base]));
     if (q->zp) x = _mm512_add_ps(x, q->colstep ? _mm512_loadu_ps(q->zp + base + l) : _mm512_set1_ps(q->zp[base]));
@@ -438,66 +457,25 @@ lb_quant_row_avx512_body(const lb_q_t* q0, const float* s0, int64_t b0, uint8_t*
 }
 
 LB_TGT512 static void lb_quant_row_avx512(const lb_q_t* q, const float* s0, int64_t b0, uint8_t* out, int64_t L) {
-    switch (q->code) {
-        case LB_S4: lb_quant_row_avx512_body(q, s0, b0, out, L, LB_S4); break;
-        case LB_U4: lb_quant_row_avx512_body(q, s0, b0, out, L, LB_U4); break;
-        case LB_S8: lb_quant_row_avx512_body(q, s0, b0, out, L, LB_S8); break;
-        case LB_U8: lb_quant_row_avx512_body(q, s0, b0, out, L, LB_U8); break;
-        case LB_E4M3: lb_quant_row_avx512_body(q, s0, b0, out, L, LB_E4M3); break;
-        default: lb_quant_row_avx512_body(q, s0, b0, out, L, LB_E5M2); break;
-    }
+#define LB_CALL(c) lb_quant_row_avx512_body(q, s0, b0, out, L, c)
+    LB_BY_CODE(q->code, LB_CALL)
+#undef LB_CALL
 }
 
-/* Eight rows of one group (lb_quant_rows4_avx2 with twice the rows on
- * 512-bit registers: half the instructions per value, so more source lines in flight).
- * With a tile sink the rows are two 4a groups, the second Tb * 2 bytes further. */
+/* Eight rows of one group on 512-bit registers: half the instructions per value, so more
+ * source lines in flight. */
 LB_TGT512 static inline __attribute__((always_inline)) void
 lb_quant_rows8_avx512_body(const lb_q_t* q0, const float* const* s, int64_t base, uint8_t* const* out,
                            const lb_sink4_t* tiles, int64_t L, int code) {
-    lb_q_t lq = *q0;
-    const lb_q_t* q = &lq;
-    lq.code = code;
-    int64_t l = 0;
-    for (; l + 32 <= L; l += 32) {
-        __m512 sc[2], z[2];
-        for (int k = 0; k < 2; k++) {
-            int64_t c = base + (q->colstep ? l + 16 * k : 0);
-            sc[k] = q->inv ? (q->colstep ? _mm512_loadu_ps(q->inv + c) : _mm512_set1_ps(q->inv[c]))
-                           : _mm512_setzero_ps();
-            z[k] = q->zp ? (q->colstep ? _mm512_loadu_ps(q->zp + c) : _mm512_set1_ps(q->zp[c]))
-                         : _mm512_setzero_ps();
-        }
-        __m256i c[8];
-        for (int j = 0; j < 8; j++) {
-            __m512 x[2];
-            for (int k = 0; k < 2; k++) {
-                x[k] = _mm512_loadu_ps(s[j] + l + 16 * k);
-                if (q->inv) x[k] = _mm512_mul_ps(x[k], sc[k]);
-                if (q->zp) x[k] = _mm512_add_ps(x[k], z[k]);
-            }
-            c[j] = lb_z_codes32(x[0], x[1], code);
-            if (!tiles) _mm256_storeu_si256((__m256i*)(out[j] + l), c[j]);
-        }
-        if (tiles) {
-            uint8_t* o = tiles->dst + tiles->toff[l / tiles->Tb] + 2 * (l % tiles->Tb);
-            lb_v_store_nib4(o, c[0], c[1], c[2], c[3], tiles->nt);
-            lb_v_store_nib4(o + tiles->Tb * 2, c[4], c[5], c[6], c[7], tiles->nt);
-        }
-    }
-    if (l < L)      /* rows only: a tile sink's runs are whole multiples of 32 columns */
-        for (int j = 0; j < 8; j++) lb_quant_row_scalar(q, s[j], NULL, base, 0, out[j], l, L);
+    LB_GROUP_ROWS_BODY(8, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_setzero_ps,
+                       _mm512_mul_ps, _mm512_add_ps, lb_z_codes32_of)
 }
 
 LB_TGT512 static void lb_quant_rows8_avx512(const lb_q_t* q, const float* const* s, int64_t base,
                                            uint8_t* const* out, const lb_sink4_t* tiles, int64_t L) {
-    switch (q->code) {
-        case LB_S4: lb_quant_rows8_avx512_body(q, s, base, out, tiles, L, LB_S4); break;
-        case LB_U4: lb_quant_rows8_avx512_body(q, s, base, out, tiles, L, LB_U4); break;
-        case LB_S8: lb_quant_rows8_avx512_body(q, s, base, out, NULL, L, LB_S8); break;
-        case LB_U8: lb_quant_rows8_avx512_body(q, s, base, out, NULL, L, LB_U8); break;
-        case LB_E4M3: lb_quant_rows8_avx512_body(q, s, base, out, NULL, L, LB_E4M3); break;
-        default: lb_quant_rows8_avx512_body(q, s, base, out, NULL, L, LB_E5M2); break;
-    }
+#define LB_CALL(c) lb_quant_rows8_avx512_body(q, s, base, out, tiles, L, c)
+    LB_BY_CODE(q->code, LB_CALL)
+#undef LB_CALL
 }
 
 /* Rows r .. r+n-1 share one scale-table row (or there is none). */
@@ -517,14 +495,9 @@ static inline int lb_group_rows(const lb_q_t* q, const int64_t* qbase, int64_t r
 
 LB_TGT static void lb_quant_rows4_avx2(const lb_q_t* q, const float* const* s, int64_t base,
                                        uint8_t* const* out, const lb_sink4_t* tiles, int64_t L) {
-    switch (q->code) {
-        case LB_S4: lb_quant_rows4_avx2_body(q, s, base, out, tiles, L, LB_S4); break;
-        case LB_U4: lb_quant_rows4_avx2_body(q, s, base, out, tiles, L, LB_U4); break;
-        case LB_S8: lb_quant_rows4_avx2_body(q, s, base, out, NULL, L, LB_S8); break;
-        case LB_U8: lb_quant_rows4_avx2_body(q, s, base, out, NULL, L, LB_U8); break;
-        case LB_E4M3: lb_quant_rows4_avx2_body(q, s, base, out, NULL, L, LB_E4M3); break;
-        default: lb_quant_rows4_avx2_body(q, s, base, out, NULL, L, LB_E5M2); break;
-    }
+#define LB_CALL(c) lb_quant_rows4_avx2_body(q, s, base, out, tiles, L, c)
+    LB_BY_CODE(q->code, LB_CALL)
+#undef LB_CALL
 }
 
 LB_TGT static inline __attribute__((always_inline)) void
@@ -572,14 +545,9 @@ lb_quant_row_avx2_body(const lb_q_t* q0, const float* s0, const float* s1, int64
 
 LB_TGT static void lb_quant_row_avx2(const lb_q_t* q, const float* s0, const float* s1, int64_t b0,
                                      int64_t b1, uint8_t* out, int64_t L) {
-    switch (q->code) {
-        case LB_S4: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_S4); break;
-        case LB_U4: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_U4); break;
-        case LB_S8: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_S8); break;
-        case LB_U8: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_U8); break;
-        case LB_E4M3: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_E4M3); break;
-        default: lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, LB_E5M2); break;
-    }
+#define LB_CALL(c) lb_quant_row_avx2_body(q, s0, s1, b0, b1, out, L, c)
+    LB_BY_CODE(q->code, LB_CALL)
+#undef LB_CALL
 }
 #endif
 

@@ -260,21 +260,6 @@ RQ_TGT static inline __m128i rq_cv8_u8(__m512 v) {
         if (ha) v_ = _mm512_mul_ps(v_, adj);                                                    \
         rq_st_##ST(d_, v_, kl, &vacc);                                                          \
     } while (0)
-/* The columns of avx2_tr16x16_epi8 (y[q]: columns 2q, 2q + 1 in its lanes) to 16-byte dst
-   rows `dstep` bytes apart; two rows a store when they are adjacent. */
-RQ_TGT static inline __attribute__((always_inline)) void
-rq_put_bytes16(char* d, int64_t dstep, const __m256i y[8]) {
-    if (dstep == 16) {
-#pragma GCC unroll 8
-        for (int q = 0; q < 8; q++) _mm256_storeu_si256((__m256i*)(d + 32 * q), y[q]);
-    } else {
-#pragma GCC unroll 8
-        for (int q = 0; q < 8; q++) {
-            _mm_storeu_si128((__m128i*)(d + 2 * q * dstep), _mm256_castsi256_si128(y[q]));
-            _mm_storeu_si128((__m128i*)(d + (2 * q + 1) * dstep), _mm256_extracti128_si256(y[q], 1));
-        }
-    }
-}
 /* 8 registers to 512 contiguous bytes; `nt`: streaming stores (d 64-byte aligned) */
 RQ_TGT static inline __attribute__((always_inline)) void
 rq_put8(char* d, const __m512i w[8], int nt) {
@@ -393,7 +378,7 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
                 y[a] = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);              \
             }                                                                                   \
             avx2_tr16x16_epi8(y);                                                               \
-            rq_put_bytes16(dst + b0 * dstep, dstep, y);                                         \
+            avx2_store_tr16x16_epi8((uint8_t*)dst + b0 * dstep, dstep, y, 0);                      \
             continue;                                                                           \
         }                                                                                       \
         if (RQ_B8_##SN && lanes == 0xffffu) {                                                   \

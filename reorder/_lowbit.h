@@ -299,13 +299,17 @@ LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_codes32(const l
     return lb_v_codes32_of(x, q->code);
 }
 
+/* Two rows of codes one a byte -> nibble pairs, the first row in the low nibbles. */
+LB_TGT static inline __attribute__((always_inline)) __m256i lb_v_nib2(__m256i c0, __m256i c1) {
+    return _mm256_or_si256(_mm256_and_si256(c0, _mm256_set1_epi8(0x0f)),
+                           _mm256_and_si256(_mm256_slli_epi16(c1, 4), _mm256_set1_epi8((char)0xf0)));
+}
+
 /* Columns l .. l+31 of the four rows of one `4a` group of a BA{Ta}a{Tb}b4a nibble tile, from
  * their codes one a byte: the 64 bytes at column l of the group's row (see lb_tile_from_stage). */
 LB_TGT static inline __attribute__((always_inline)) void
 lb_v_store_nib4(uint8_t* o, __m256i c0, __m256i c1, __m256i c2, __m256i c3, int nt) {
-    const __m256i lo4 = _mm256_set1_epi8(0x0f), hi4 = _mm256_set1_epi8((char)0xf0);
-    __m256i p0 = _mm256_or_si256(_mm256_and_si256(c0, lo4), _mm256_and_si256(_mm256_slli_epi16(c1, 4), hi4));
-    __m256i p1 = _mm256_or_si256(_mm256_and_si256(c2, lo4), _mm256_and_si256(_mm256_slli_epi16(c3, 4), hi4));
+    __m256i p0 = lb_v_nib2(c0, c1), p1 = lb_v_nib2(c2, c3);
     __m256i u = _mm256_unpacklo_epi8(p0, p1), v = _mm256_unpackhi_epi8(p0, p1);
     if (nt && ((uintptr_t)o & 63) == 0) {
         _mm256_stream_si256((__m256i*)o, _mm256_permute2x128_si256(u, v, 0x20));
@@ -621,26 +625,18 @@ static void lb_tile_gather(const lb_tile_t* T, const uint8_t* stage, int64_t W, 
 /* A BA{Ta}a{Tb}b{X}a nibble tile from codes one a byte: row i of the tile is stage + i * W. */
 LB_TGT static void lb_tile_from_stage(const uint8_t* stage, int64_t W, int64_t Ta, int64_t Tb,
                                       int64_t X, uint8_t* dst) {
-    const __m256i lo4 = _mm256_set1_epi8(0x0f), hi4 = _mm256_set1_epi8((char)0xf0);
     for (int64_t am = 0; am < Ta / X; am++) {
         const uint8_t* s = stage + am * X * W;
         uint8_t* o = dst + am * Tb * (X / 2);
         for (int64_t b = 0; b < Tb; b += 32) {
             __m256i c0 = _mm256_loadu_si256((const __m256i*)(s + b));
             __m256i c1 = _mm256_loadu_si256((const __m256i*)(s + W + b));
-            __m256i p0 = _mm256_or_si256(_mm256_and_si256(c0, lo4),
-                                         _mm256_and_si256(_mm256_slli_epi16(c1, 4), hi4));
             if (X == 2) {
-                _mm256_storeu_si256((__m256i*)(o + b), p0);
+                _mm256_storeu_si256((__m256i*)(o + b), lb_v_nib2(c0, c1));
                 continue;
             }
-            __m256i c2 = _mm256_loadu_si256((const __m256i*)(s + 2 * W + b));
-            __m256i c3 = _mm256_loadu_si256((const __m256i*)(s + 3 * W + b));
-            __m256i p1 = _mm256_or_si256(_mm256_and_si256(c2, lo4),
-                                         _mm256_and_si256(_mm256_slli_epi16(c3, 4), hi4));
-            __m256i u = _mm256_unpacklo_epi8(p0, p1), v = _mm256_unpackhi_epi8(p0, p1);
-            _mm256_storeu_si256((__m256i*)(o + 2 * b), _mm256_permute2x128_si256(u, v, 0x20));
-            _mm256_storeu_si256((__m256i*)(o + 2 * b + 32), _mm256_permute2x128_si256(u, v, 0x31));
+            lb_v_store_nib4(o + 2 * b, c0, c1, _mm256_loadu_si256((const __m256i*)(s + 2 * W + b)),
+                            _mm256_loadu_si256((const __m256i*)(s + 3 * W + b)), 0);
         }
     }
 }

@@ -234,20 +234,6 @@ static void tile_avx2_u16_tall(const uint16_t* src, const arows_t* A, int64_t na
     }
 }
 
-/* Column register q of the byte transpose is dst rows b0 + 2q and b0 + 2q + 1: one 32-byte
- * store when they are adjacent 16-byte rows (nchw -> nChw16c), else two of 16 bytes. */
-__attribute__((target("avx2")))
-static inline void store_u8_pairs(uint8_t* d, int64_t dlo, const __m256i* r, int nt) {
-    if (dlo == 16 && nt && ((uintptr_t)d & 63) == 0)
-        for (int q = 0; q < 8; q++) _mm256_stream_si256((__m256i*)(d + 32 * q), r[q]);
-    else if (dlo == 16)
-        for (int q = 0; q < 8; q++) _mm256_storeu_si256((__m256i*)(d + 32 * q), r[q]);
-    else
-        for (int q = 0; q < 8; q++) {
-            _mm_storeu_si128((__m128i*)(d + 2 * q * dlo), _mm256_castsi256_si128(r[q]));
-            _mm_storeu_si128((__m128i*)(d + (2 * q + 1) * dlo), _mm256_extracti128_si256(r[q], 1));
-        }
-}
 
 /* 16 rows x 16 columns: row register i holds tile rows i and 8 + i. */
 __attribute__((target("avx2")))
@@ -258,7 +244,7 @@ static void square_u8_uniform(const uint8_t* src, int64_t slo, int64_t na, uint8
         for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
             load_row_pairs_strided(r, 8, src + a0 * slo + b0, slo);
             avx2_tr16x16_epi8(r);
-            store_u8_pairs(dst + (b0s + b0) * dlo + a0, dlo, r, nt);
+            avx2_store_tr16x16_epi8(dst + (b0s + b0) * dlo + a0, dlo, r, nt);
         }
 }
 
@@ -282,7 +268,7 @@ static void tile_avx2_u8_square(const uint8_t* src, const arows_t* A, int64_t na
             load_row_pairs(r, 8, src, soff, b0, 1, vm);
             avx2_tr16x16_epi8(r);
             if (nw == 16 && adjacent)
-                store_u8_pairs(dst + off[0] + a0, 16, r, nt);
+                avx2_store_tr16x16_epi8(dst + off[0] + a0, 16, r, nt);
             else
                 for (int q = 0; q < 8; q++) {
                     store_part128(dst + off[2 * q] + a0, _mm256_castsi256_si128(r[q]), nw);

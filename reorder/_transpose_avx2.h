@@ -12,11 +12,13 @@
  *   avx2_tr8x8_epi16_lanes   8x8 words per lane
  *   avx2_tr16x16_epi8        16x16 bytes in eight registers (two rows a register)
  *   avx2_tr16x16_epi8_lanes  16x16 bytes per lane
+ *   avx2_store_tr16x16_epi8  avx2_tr16x16_epi8's columns to their rows
  */
 #ifndef REORDER_TRANSPOSE_AVX2_H
 #define REORDER_TRANSPOSE_AVX2_H
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#include <stdint.h>
 
 /* Arrays of registers stay in registers only when inlined. */
 #define REORDER_TR_AVX2 __attribute__((target("avx2"), always_inline)) static inline
@@ -142,6 +144,21 @@ REORDER_TR_AVX2 void avx2_tr16x16_epi8_lanes(__m256i r[16]) {
         r[2 * q] = _mm256_unpacklo_epi64(t[q], t[8 + q]);
         r[2 * q + 1] = _mm256_unpackhi_epi64(t[q], t[8 + q]);
     }
+}
+
+/* The columns of avx2_tr16x16_epi8 (r[q]: columns 2q, 2q + 1 in its lanes) to 16-byte rows
+ * `step` bytes apart: two rows a 32-byte store when they are adjacent, streamed when `nt`
+ * and d is 64-byte aligned (the eight stores are then four whole lines). */
+REORDER_TR_AVX2 void avx2_store_tr16x16_epi8(uint8_t* d, int64_t step, const __m256i r[8], int nt) {
+    if (step == 16 && nt && ((uintptr_t)d & 63) == 0)
+        for (int q = 0; q < 8; q++) _mm256_stream_si256((__m256i*)(d + 32 * q), r[q]);
+    else if (step == 16)
+        for (int q = 0; q < 8; q++) _mm256_storeu_si256((__m256i*)(d + 32 * q), r[q]);
+    else
+        for (int q = 0; q < 8; q++) {
+            _mm_storeu_si128((__m128i*)(d + 2 * q * step), _mm256_castsi256_si128(r[q]));
+            _mm_storeu_si128((__m128i*)(d + (2 * q + 1) * step), _mm256_extracti128_si256(r[q], 1));
+        }
 }
 
 #endif

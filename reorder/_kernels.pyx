@@ -91,7 +91,7 @@ cdef extern from "_simd.h" nogil:
     int reorder_have_avx512()
     int reorder_have_avx2()
     const char* reorder_simd_name()
-    const char* reorder_tile_name(int, const arows_t*, int64_t, int64_t, int)
+    const char* reorder_tile_name(int, const arows_t*, int64_t, int64_t, const rows_t*, int)
     void reorder_sfence()
     void tile_t1(const uint8_t*, const arows_t*, int64_t, uint8_t*, const rows_t*, int64_t, int64_t, int64_t, int)
     void tile_t2(const uint16_t*, const arows_t*, int64_t, uint16_t*, const rows_t*, int64_t, int64_t, int64_t, int)
@@ -279,14 +279,21 @@ cdef class Transpose:
     @property
     def tile(self):
         """The register-tile path this runner takes now (it follows set_simd), for a full
-        slice of B."""
+        slice of B at the first outer position."""
         cdef int last = self.p.n - 1
         cdef arows_t A
+        cdef Walk w
+        cdef int64_t nav, naw
+        walk_start(&self.p, &w, 0)
+        walk_bounds(&self.p, &w, &nav, &naw)
         A.nlo = self.p.ext[last] if self.A.two else 0
         A.slo, A.shi = self.p.ss[last], self.A.s_hi
-        cdef int64_t na = self.p.ext[last] * (self.A.n_hi if self.A.two else 1)
+        A.nv_lo, A.nw_lo, A.nv_hi, A.nw_hi = nav, naw, 1, 1
+        if self.A.two:
+            A.nv_hi = A.nw_hi = self.A.n_hi
+        cdef int64_t na = self.p.ext[last] * self.A.n_hi if self.A.two else naw
         cdef int64_t nb = self.B.n if self.B.n < self.B.slice else self.B.slice
-        return reorder_tile_name(self.itemsize, &A, na, nb, self.nt).decode()
+        return reorder_tile_name(self.itemsize, &A, na, nb, &self.B.rows, self.nt).decode()
 
     def run(self, uintptr_t src, uintptr_t dst, int nthreads):
         with nogil:

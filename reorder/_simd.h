@@ -235,6 +235,7 @@ static void tile_avx2_u32(const uint32_t* src, const arows_t* A, int64_t na, uin
 
 #include "_tiles_narrow.h"
 #include "_tiles_narrow512.h"
+#include "_tiles_few.h"
 
 /* Non-temporal copy: aligns dst to 64 bytes, streams whole lines, copies the tail. */
 __attribute__((target("avx512f")))
@@ -324,32 +325,47 @@ static inline void tile_t##N(const T* s, const arows_t* A, int64_t na, T* d,    
 }
 REORDER_TILE_ENTRY(8, uint64_t, tile_scalar_u64)
 
-/* 1- and 2-byte elements: AVX2 register transposes (_tiles_narrow.h) on every SIMD path,
- * except words on the 512-bit path of a CPU with BW, where the AVX-512 tiles
- * (_tiles_narrow512.h) take the shapes they measured faster on. */
-#define REORDER_NARROW_ENTRY(N, T, AVX2, SCALAR)                                           \
-static inline void tile_t##N(const T* s, const arows_t* A, int64_t na, T* d,              \
-                             const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw,    \
-                             int nt) {                                                    \
-    if (REORDER_X86 && !reorder_simd_disabled && reorder_tile_bits >= 256                 \
-            && reorder_have_avx2()) {                                                     \
-        AVX2(s, A, na, d, rows, bs, nbv, nbw, nt);                                        \
-        return;                                                                           \
-    }                                                                                     \
-    (void)nt; SCALAR(s, A, na, d, rows, bs, nbv, nbw);                                    \
-}
+/* 1- and 2-byte elements: the few-rows path where it fits (_tiles_few.h), else AVX2
+ * register transposes (_tiles_narrow.h) on every SIMD path, except words on the 512-bit path
+ * of a CPU with BW, where the AVX-512 tiles (_tiles_narrow512.h) take the shapes they
+ * measured faster on. */
 #if REORDER_X86
-REORDER_NARROW_ENTRY(1, uint8_t, tile_avx2_u8, tile_scalar_u8)
 static inline int narrow512_on(void) {
     return !reorder_simd_disabled && reorder_tile_bits == 512 && reorder_have_avx512bw();
 }
+static inline int narrow256_on(void) {
+    return !reorder_simd_disabled && reorder_tile_bits >= 256 && reorder_have_avx2();
+}
+/* A padded block with few data rows (nchw C=3 -> nChw16c) skips the transpose. */
+static inline int tile_few(const void* s, const arows_t* A, int64_t na, void* d,
+                           const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt,
+                           int size) {
+    if (!few_rows(A, na, rows, size)) return 0;
+    if (narrow512_on())
+        tile_few512((const char*)s, A, na, (char*)d, rows, bs, nbv, nbw, nt, size);
+    else if (narrow256_on())
+        tile_few2((const char*)s, A, na, (char*)d, rows, bs, nbv, nbw, size);
+    else
+        return 0;
+    return 1;
+}
+static inline void tile_t1(const uint8_t* s, const arows_t* A, int64_t na, uint8_t* d,
+                           const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
+    if (tile_few(s, A, na, d, rows, bs, nbv, nbw, nt, 1)) return;
+    if (narrow256_on()) {
+        tile_avx2_u8(s, A, na, d, rows, bs, nbv, nbw, nt);
+        return;
+    }
+    tile_scalar_u8(s, A, na, d, rows, bs, nbv, nbw);
+}
 static inline void tile_t2(const uint16_t* s, const arows_t* A, int64_t na, uint16_t* d,
                            const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
+    if (tile_few(s, A, na, d, rows, bs, nbv, nbw, nt, 2)) return;
     if (narrow512_on() && narrow512_words(A, na, nt)) {
         tile_avx512_u16(s, A, na, d, rows, bs, nbv, nbw, nt);
         return;
     }
-    if (!reorder_simd_disabled && reorder_tile_bits >= 256 && reorder_have_avx2()) {
+    if (narrow256_on()) {
         tile_avx2_u16(s, A, na, d, rows, bs, nbv, nbw, nt);
         return;
     }
@@ -411,17 +427,20 @@ static inline void copy_bytes(void* d, const void* s, int64_t nbytes, int nt) {
 
 /* The tile path tile_tN takes now for elements of `size` bytes and `na` tile rows (tests
  * assert it, so a path that silently falls back is caught). */
-static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int64_t nb, int nt) {
+static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int64_t nb,
+                                     const rows_t* rows, int nt) {
     int on = REORDER_X86 && !reorder_simd_disabled;
     int avx512 = on && reorder_tile_bits == 512 && reorder_have_avx512();
     int avx2 = on && reorder_tile_bits >= 256 && reorder_have_avx2();
 #if REORDER_X86
+    if ((size == 1 || size == 2) && (avx2 || avx512) && few_rows(A, na, rows, size))
+        return narrow512_on() ? "avx512 few rows" : "avx2 few rows";
     int w512 = avx512 && reorder_have_avx512bw() && size == 2 ? narrow512_words(A, na, nt) : 0;
     if (w512) return w512 == 2 ? "avx512 words 32x16" : "avx512 words 16x32";
     if (avx2 && size == 1) return narrow_tall(A, na, nb, 1) ? "avx2 bytes 32x16" : "avx2 bytes 16x16";
     if (avx2 && size == 2) return narrow_tall(A, na, nb, 2) ? "avx2 words 16x8" : "avx2 words 16x16";
 #endif
-    (void)A; (void)na; (void)nb;
+    (void)A; (void)na; (void)nb; (void)rows;
     switch (size) {
     case 4: return avx512 ? "avx512 16x16" : avx2 ? "avx2 8x8" : "portable";
     case 64: return nt && on && reorder_have_avx512() ? "avx512 streamed lines" : "portable";

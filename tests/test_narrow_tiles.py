@@ -51,6 +51,15 @@ simd = kernel_paths("avx512", "avx2")
 HAS_BW = _kernels.cpu_features()["avx512 f+bw"]
 
 
+def few_rows_fit(stag, dtag, dims, size):
+    """Whether the first channel block of a plain -> blocked move has so few data rows that
+    the few-rows tile takes it: its data fits a word of 8 bytes, its block 16, 32 or 64."""
+    if stag != "abcd" or not dtag.startswith("aBcd") or dtag == "aBcd":
+        return False
+    block = int(dtag[4:-1])
+    return min(dims[1], block) * size <= 8 and block * size in (16, 32, 64)
+
+
 def narrow_isa(path):
     """The tile family ("avx512" or "avx2") a SIMD path runs 2-byte moves with (bytes always
     take the AVX2 tiles: docs/kernels.md)."""
@@ -74,6 +83,8 @@ def test_narrow_tile_matches_reference(simd, streaming, stag, dtag, dims, dtype)
         tile = p.runners[0].tile
         if simd is False:
             assert tile == "portable"
+        elif few_rows_fit(stag, dtag, dims, p.src.dtype.itemsize):
+            assert tile.endswith("few rows"), (tile, p.explain())
         elif p.src.dtype.itemsize == 2:
             # the AVX-512 path hands A rows close together (nChw16c -> nchw) with cached
             # stores to the AVX2 tile, which is faster there
@@ -151,7 +162,7 @@ def test_views_through_narrow_tiles(view, dtype):
 AVX512_WORDS = [
     ("abcd", "aBcd16b", (2, 35, 7, 9), "avx512 words 16x32"),
     ("abcd", "aBcd16b", (2, 30, 33, 1), "avx512 words 16x32"),
-    ("abcd", "aBcd16b", (2, 3, 20, 20), "avx512 words 16x32"),
+    ("abcd", "aBcd16b", (2, 7, 20, 20), "avx512 words 16x32"),
     ("abcd", "aBcd8b", (2, 17, 5, 19), "avx512 words 16x32"),
     ("abcd", "ABcd16b16a", (35, 33, 13, 13), "avx512 words 16x32"),     # B = hw then i16
     ("abcd", "ABcd16b16a", (20, 40, 11, 12), "avx512 words 16x32"),
@@ -210,3 +221,61 @@ def test_avx512_word_tiles_on_views(view, dst):
     finally:
         _kernels.set_simd(True)
     assert np.array_equal(uint_view(out), uint_view(expected))
+
+
+# The few-rows tile (a padded channel block whose data fits a word of 4 or 8 bytes): channel
+# counts from 1 to 8 around the word sizes, blocks whose dst row is 16, 32 and 64 bytes,
+# columns ragged against every step width (35, 5) and whole (256).
+FEW_ROWS = [(c, block, hw) for c in (1, 2, 3, 4, 5, 8) for block in (8, 16, 32, 64)
+            for hw in ((5, 7), (16, 16), (1, 5))]
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["cached", "streamed"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("c,block,hw", FEW_ROWS)
+def test_few_rows_tile_matches_reference(simd, c, block, hw, dtype, streaming):
+    rng = np.random.default_rng(c * 100 + block)
+    dims = (2, c) + hw
+    dtag = f"aBcd{block}b"
+    plain = random_storage(dims, dtype, rng)
+    p = cached_plan(ro.Desc(dims, dtype, "abcd"), ro.Desc(dims, dtype, dtag),
+                    stream_min_bytes=0 if streaming else 1 << 62)
+    assert p.kernel == "transpose" and len(p.steps) == 1, p.explain()
+    fits = few_rows_fit("abcd", dtag, dims, p.src.dtype.itemsize)
+    if simd is False:
+        assert p.runners[0].tile == "portable"
+    elif fits:
+        assert p.runners[0].tile == narrow_isa(simd) + " few rows", p.explain()
+    else:
+        assert not p.runners[0].tile.endswith("few rows"), p.explain()
+    expected = ref_from_plain(plain, "abcd", dtag)
+    for threads in (1, 2):
+        # an out= at a 64-byte boundary, and one element past it (no whole lines to stream)
+        for shift in (0, 1):
+            size = int(np.prod(p.dst.physical_shape))
+            buf = sentinel((size + 64,), plain.dtype)
+            base = (-buf.ctypes.data % 64) // buf.itemsize + shift
+            out = buf[base:base + size].reshape(p.dst.physical_shape)
+            p(plain, out=out, threads=threads)
+            assert np.array_equal(uint_view(out), uint_view(expected)), (threads, shift)
+            outside = np.concatenate([buf[:base], buf[base + size:]]).view(np.uint8)
+            assert (outside == 0x5A).all(), "wrote outside out="
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("view", ["negative", "offset", "strided"])
+def test_few_rows_tile_on_views(simd, view, dtype):
+    """Three channels taken reversed, from inside a bigger buffer, and every other one:
+    the tile's rows are then far apart, negative or not, and start anywhere."""
+    rng = np.random.default_rng(17)
+    big = random_storage((3, 7, 9, 11), dtype, rng)
+    v = {"negative": big[:, 2::-1], "offset": big[1:, 4:], "strided": big[:, 1::2][:, :3]}[view]
+    src = ro.Desc.of(v, dtype=dtype) if dtype == "bf16" else ro.Desc.of(v)
+    p = ro.plan(src, "nChw16c")
+    if simd:
+        assert p.runners[0].tile == narrow_isa(simd) + " few rows", p.explain()
+    before = v.copy()
+    got = p(v)
+    expected = ref_from_plain(np.ascontiguousarray(v), "abcd", "aBcd16b")
+    assert np.array_equal(uint_view(got), uint_view(expected))
+    assert np.array_equal(uint_view(v), uint_view(before))       # input untouched

@@ -46,7 +46,7 @@ def config_dict() -> dict:
         "simd": _kernels.simd_name(),
         "last-level cache": (f"{machine.LLC_BYTES >> 10} KiB ({machine.LLC_SOURCE})"
                              if machine.LLC_BYTES else "unknown"),
-        "streaming stores": f"destinations >= {machine.STREAM_MIN_BYTES} bytes "
+        "streaming stores": f"source + destination >= {machine.STREAM_MIN_BYTES} bytes "
                             f"({machine.STREAM_MIN_SOURCE})",
         "cpu": f"{_cpu_name()} ({platform.machine()})",
     }

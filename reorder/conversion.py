@@ -201,7 +201,7 @@ class ConversionKernel(Kernel):
             rows = [tuple(nd) + tuple(q) for nd, q in zip(prob.nodes, prob.qstrides)]
             nodes = np.array(rows, dtype=np.int64).reshape(-1, 7)
             # a contiguous run streams 2- and 4-byte outputs when they are large
-            nt = prob.dst.dtype.itemsize in (2, 4) and prob.dst_bytes >= stream_min_bytes
+            nt = prob.dst.dtype.itemsize in (2, 4) and prob.streams(stream_min_bytes)
             return _convert.Convert(*codes, nodes, checked, arith,
                                     _split_node(prob.nodes, prob.qstrides), nt)
         chain, ib, outer, blk_dims = layout
@@ -213,7 +213,7 @@ class ConversionKernel(Kernel):
         bvec = np.array([b.extent, b.ds, b.weight, b.dim], dtype=np.int64)
         # whole 64-byte lines: of 16-bit outputs (AVX-512), of any output whose lines the
         # tile completes (AVX2, see _convert_simd.h)
-        nt = prob.dst_bytes >= stream_min_bytes
+        nt = prob.streams(stream_min_bytes)
         return _convert.ConvertTile(*codes, nodes, checked, arith, _split_node(onodes, oq),
                                     soff, koff, coff, acoord, np.array(blk_dims, dtype=np.int64),
                                     bvec, nt)

@@ -316,7 +316,7 @@ def _dequant_fused(x, sdesc, squant, packed, f, nth, fresh=True):
     base, colidx, colstep = q.row_tables(_rows_index(dims)) if q is not None else (None, None, 0)
     sc = None if q is None else q.scales
     zp = None if q is None else q.zero_points
-    stream = not fresh and f.nbytes >= STREAM_MIN_BYTES
+    stream = not fresh and raw.nbytes + f.nbytes >= STREAM_MIN_BYTES
     if how[0] == "plain":
         _lowbit.dequant_plain(name, data_address(raw), nib, R, L, data_address(f), sc, zp, colidx,
                               colstep, base, stream, nth)
@@ -566,9 +566,10 @@ def _fused(f, row_off, dims, ddesc, q, inv, zp, nib, out, nth):
         base, colidx, colstep = q.row_tables(ridx)
     else:
         base, colidx, colstep = None, None, 0
-    # as on the way back: an output the caller gave is streamed when large; a fresh one is not
-    # (its pages are zeroed through the cache when first touched)
-    stream = out is not None and res.nbytes >= STREAM_MIN_BYTES
+    # as on the way back: an output the caller gave is streamed when source and result are
+    # large together; a fresh one is not (its pages are zeroed through the cache when first
+    # touched)
+    stream = out is not None and f.nbytes + res.nbytes >= STREAM_MIN_BYTES
     if plain_rows:
         R = len(ridx)
         row_bytes = L // 2 if nib else L

@@ -1,23 +1,26 @@
 """The machine the plans are made for, read once at import: the size of the last-level cache,
-and from it the destination size from which the kernels store past the caches (streaming,
-non-temporal stores). A leaf: it imports nothing from the package but `errors`.
+and from it the bytes moved (source read + destination written) from which the kernels store
+past the caches (streaming, non-temporal stores). A leaf: it imports nothing from the package
+but `errors`.
 
-Streaming loses while the destination stays in the cache for the next layer to read, and
-wins once its lines would be fetched from memory only to be overwritten. On a shared last-level
-cache that happens well before source and destination fill it: the threshold is an eighth of
-the last-level cache (docs/performance.md has the measurements). REORDER_STREAM_MIN_BYTES
-overrides it for the process, and every plan takes its own `stream_min_bytes`.
+Cached stores read each destination line before writing it, and win while source and
+destination fit in the cache beside each other and the next layer finds the output there.
+Once the two together pass half the last-level cache, the stores evict lines the reorder
+still needs and the output would go to memory anyway: streaming wins from there, on one
+thread by 10-30% with the next layer's read counted (docs/performance.md).
+REORDER_STREAM_MIN_BYTES overrides it for the process, and every plan takes its own
+`stream_min_bytes`.
 """
 import glob
 import os
 
 from .errors import ReorderError
 
-# When the cache size cannot be read: the threshold measured before it was detected.
-FALLBACK_STREAM_MIN_BYTES = 2 << 20
+# When the cache size cannot be read: half the 32 MiB L3 of the machines it was measured on.
+FALLBACK_STREAM_MIN_BYTES = 16 << 20
 ENV_STREAM_MIN_BYTES = "REORDER_STREAM_MIN_BYTES"
-# Destinations from this fraction of the last-level cache up are streamed.
-LLC_DIVISOR = 8
+# Reorders moving this fraction of the last-level cache or more stream their stores.
+LLC_DIVISOR = 2
 
 
 def _parse_size(text):
@@ -65,8 +68,8 @@ def detect_llc():
 
 
 def stream_min_bytes_for(llc_bytes, env_value=None):
-    """The default streaming threshold: the environment's value when set, else an eighth of
-    the last-level cache, else the fallback."""
+    """The default streaming threshold: the environment's value when set, else half the
+    last-level cache, else the fallback."""
     if env_value is not None and env_value.strip():
         try:
             n = int(env_value.strip())

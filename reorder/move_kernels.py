@@ -40,7 +40,7 @@ def _round_up(n, m):
 def _walker_streams(prob, stream_min_bytes):
     """The walker streams only whole runs contiguous on both sides, and only long ones."""
     last = prob.nodes[-1]
-    return (prob.dst_bytes >= stream_min_bytes and last.ss == 1 and last.ds == 1
+    return (prob.streams(stream_min_bytes) and last.ss == 1 and last.ds == 1
             and last.extent * prob.itemsize >= _STREAM_MIN_RUN_BYTES)
 
 
@@ -199,7 +199,7 @@ class BlockKernel(Kernel):
                          dtype=np.int64)
         outer = [nd for i, nd in enumerate(nodes) if i not in sh.block]
         return _kernels.Blocks(prob.itemsize, _node_array(outer).reshape(-1, 5), _checked_array(prob),
-                               q, shape, prob.dst_bytes >= stream_min_bytes)
+                               q, shape, prob.streams(stream_min_bytes))
 
 
 class TransposeKernel(Kernel):
@@ -271,7 +271,7 @@ class TransposeKernel(Kernel):
             hv, hp = limits.get(ha.dim, (0, 0))
             avec = np.array([ha.extent, ha.ss, ha.weight, hv, hp, ha.dim], dtype=np.int64)
         return _kernels.Transpose(prob.itemsize, nodes, _checked_array(prob), avec, bvec,
-                                  prob.dst_bytes >= stream_min_bytes)
+                                  prob.streams(stream_min_bytes))
 
 
 class GenericKernel(Kernel):

@@ -32,8 +32,8 @@ class Plan:
     plan.explain()      which kernel, why, the nodes, threads and bytes moved
     plan.kernel         the kernel name ('transpose', 'convert', 'generic+convert', ...)
 
-    `stream_min_bytes`: destinations of at least this many bytes are written with streaming
-    (non-temporal) stores where the kernel has them.
+    `stream_min_bytes`: a step that reads and writes at least this many bytes (source plus
+    destination) writes with streaming (non-temporal) stores where the kernel has them.
     """
 
     def __init__(self, src, dst, threads=None, attrs=None, stream_min_bytes=STREAM_MIN_BYTES):
@@ -147,7 +147,7 @@ class Plan:
             if prob.attrs is not None:
                 lines.append(f"  conversion: {self.attrs.describe(prob.src, prob.dst)}")
             if st.runner.nt:
-                lines.append(f"  streaming stores (destination of {_bytes(prob.dst_bytes)}, "
+                lines.append(f"  streaming stores ({_bytes(prob.moved_bytes)} read and written, "
                              f">= {_bytes(self.stream_min_bytes)})")
             lines.append("  nodes, outermost first (extent, src stride, dst stride [, dim/weight]):")
             for nd in prob.nodes:

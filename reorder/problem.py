@@ -10,8 +10,9 @@ from .machine import STREAM_MIN_BYTES
 
 # Below this many bytes moved a thread team costs more than it saves.
 PARALLEL_MIN_BYTES = 1 << 18
-# STREAM_MIN_BYTES: default output size from which streaming (non-temporal) stores are used,
-# an eighth of the last-level cache (machine.py); a plan takes it as a parameter.
+# STREAM_MIN_BYTES: default bytes moved (source read + destination written) from which
+# streaming (non-temporal) stores are used, half the last-level cache (machine.py); a plan
+# takes it as a parameter.
 __all__ = ["PARALLEL_MIN_BYTES", "STREAM_MIN_BYTES", "Node", "Problem", "Kernel"]
 
 
@@ -43,6 +44,12 @@ class Problem:
     @property
     def dst_bytes(self):
         return self.dst.nelems * self.dst.dtype.itemsize
+
+    def streams(self, stream_min_bytes):
+        """Whether the destination is stored past the caches: when source and destination
+        together reach the threshold, so that cached stores would evict lines of their own
+        (docs/performance.md)."""
+        return self.moved_bytes >= stream_min_bytes
 
 
 class Kernel:

@@ -952,14 +952,16 @@ cdef class Convert:
         return ("portable", "avx2", "avx512", "avx512-bf16")[rq_isa(self.scode, self.dcode)]
 
     def run(self, uintptr_t src, uintptr_t dst, int nthreads, uintptr_t acc=0,
-            Arith values=None):
+            Arith values=None, bint stream=True):
         """src, dst: addresses of logical element (0, ..., 0) of each side. acc: a zeroed
         int32 buffer over the compensation layout that receives the sums of the stored s8
         values, or 0. values: an Arith with this call's scales, zero points and beta (the
         plan's own when None); it must ask for the same operations as the plan's.
+        stream=False keeps this call's stores cached where the runner would stream.
         Raises MemoryError when the tile scratch cannot be allocated."""
         cdef QCtx c = self.c
         cdef rq_math_t m = self.m
+        cdef TileSpec T = self.T
         cdef Job J
         cdef int split = self.split
         if acc != 0 and self.dcode != 4:
@@ -973,10 +975,11 @@ cdef class Convert:
                                  "the plan was made for")
             c = values.c
             m = values.m
-        m.nt = self.nt and self.kind == K_WALK
+        m.nt = self.nt and stream and self.kind == K_WALK
+        T.nt = T.nt and stream
         c.m = &m
         c.row = rq_row_kernel(self.scode, self.dcode) if self.kind == K_WALK else NULL
-        J.kind, J.T, J.W, J.m, J.idx = self.kind, &self.T, &self.W, &m, self.idx
+        J.kind, J.T, J.W, J.m, J.idx = self.kind, &T, &self.W, &m, self.idx
         J.bfn = rq_block_kernel(self.scode, self.dcode) if self.kind == K_TILE else NULL
         J.wfn = rq_w_kernel(self.scode, self.dcode) if self.kind == K_W else NULL
         J.scratch, J.scratch_bytes = NULL, 0
@@ -988,7 +991,7 @@ cdef class Convert:
         if nthreads < 1:
             nthreads = 1
         if self.kind == K_TILE:
-            J.scratch_bytes = _tile_scratch_bytes(&self.T)
+            J.scratch_bytes = _tile_scratch_bytes(&T)
             J.scratch = NULL if _fail_alloc else <char*>malloc(J.scratch_bytes * nthreads)
             if J.scratch == NULL:
                 raise MemoryError(f"cannot allocate {J.scratch_bytes * nthreads} bytes of "

@@ -295,22 +295,24 @@ cdef class Transpose:
         cdef int64_t nb = self.B.n if self.B.n < self.B.slice else self.B.slice
         return reorder_tile_name(self.itemsize, &A, na, nb, &self.B.rows, self.nt).decode()
 
-    def run(self, uintptr_t src, uintptr_t dst, int nthreads):
+    def run(self, uintptr_t src, uintptr_t dst, int nthreads, bint stream=True):
+        """stream=False keeps this call's stores cached where the runner would stream."""
+        cdef bint nt = self.nt and stream
         with nogil:
             if self.itemsize == 1:
-                _transpose(<const uint8_t*>src, <uint8_t*>dst, &self.p, &self.A, &self.B, nthreads, self.nt)
+                _transpose(<const uint8_t*>src, <uint8_t*>dst, &self.p, &self.A, &self.B, nthreads, nt)
             elif self.itemsize == 2:
-                _transpose(<const uint16_t*>src, <uint16_t*>dst, &self.p, &self.A, &self.B, nthreads, self.nt)
+                _transpose(<const uint16_t*>src, <uint16_t*>dst, &self.p, &self.A, &self.B, nthreads, nt)
             elif self.itemsize == 4:
-                _transpose(<const uint32_t*>src, <uint32_t*>dst, &self.p, &self.A, &self.B, nthreads, self.nt)
+                _transpose(<const uint32_t*>src, <uint32_t*>dst, &self.p, &self.A, &self.B, nthreads, nt)
             elif self.itemsize == 8:
-                _transpose(<const uint64_t*>src, <uint64_t*>dst, &self.p, &self.A, &self.B, nthreads, self.nt)
+                _transpose(<const uint64_t*>src, <uint64_t*>dst, &self.p, &self.A, &self.B, nthreads, nt)
             elif self.itemsize == 16:
-                _transpose(<const w16_t*>src, <w16_t*>dst, &self.p, &self.A, &self.B, nthreads, self.nt)
+                _transpose(<const w16_t*>src, <w16_t*>dst, &self.p, &self.A, &self.B, nthreads, nt)
             elif self.itemsize == 32:
-                _transpose(<const w32_t*>src, <w32_t*>dst, &self.p, &self.A, &self.B, nthreads, self.nt)
+                _transpose(<const w32_t*>src, <w32_t*>dst, &self.p, &self.A, &self.B, nthreads, nt)
             else:
-                _transpose(<const w64_t*>src, <w64_t*>dst, &self.p, &self.A, &self.B, nthreads, self.nt)
+                _transpose(<const w64_t*>src, <w64_t*>dst, &self.p, &self.A, &self.B, nthreads, nt)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,17 +413,19 @@ cdef class Walker:
         self.R.n, self.R.ss, self.R.ds, self.R.slice, self.R.piece = rows[0], rows[1], rows[2], rows[3], rows[4]
         self.itemsize, self.nt = itemsize, nt
 
-    def run(self, uintptr_t src, uintptr_t dst, int nthreads):
-        """src, dst: addresses of logical element (0, ..., 0) of each side."""
+    def run(self, uintptr_t src, uintptr_t dst, int nthreads, bint stream=True):
+        """src, dst: addresses of logical element (0, ..., 0) of each side; stream=False
+        keeps this call's stores cached where the runner would stream."""
+        cdef bint nt = self.nt and stream
         with nogil:
             if self.itemsize == 1:
-                _walk(<const uint8_t*>src, <uint8_t*>dst, &self.p, &self.R, nthreads, self.nt)
+                _walk(<const uint8_t*>src, <uint8_t*>dst, &self.p, &self.R, nthreads, nt)
             elif self.itemsize == 2:
-                _walk(<const uint16_t*>src, <uint16_t*>dst, &self.p, &self.R, nthreads, self.nt)
+                _walk(<const uint16_t*>src, <uint16_t*>dst, &self.p, &self.R, nthreads, nt)
             elif self.itemsize == 4:
-                _walk(<const uint32_t*>src, <uint32_t*>dst, &self.p, &self.R, nthreads, self.nt)
+                _walk(<const uint32_t*>src, <uint32_t*>dst, &self.p, &self.R, nthreads, nt)
             else:
-                _walk(<const uint64_t*>src, <uint64_t*>dst, &self.p, &self.R, nthreads, self.nt)
+                _walk(<const uint64_t*>src, <uint64_t*>dst, &self.p, &self.R, nthreads, nt)
 
 
 cdef int _check_itemsize(int itemsize) except -1:
@@ -547,8 +551,10 @@ cdef class Blocks:
         """The path this runner takes now (it follows set_simd): 'avx2' or 'portable'."""
         return "avx2" if not reorder_simd_disabled and blk_have_avx2() else "portable"
 
-    def run(self, uintptr_t src, uintptr_t dst, int nthreads):
+    def run(self, uintptr_t src, uintptr_t dst, int nthreads, bint stream=True):
+        """stream=False keeps this call's stores cached where the runner would stream."""
         cdef int64_t items = outer_count(&self.p)
+        cdef bint nt = self.nt and stream
         cdef int t, nchunks = nthreads if items >= nthreads else <int>items
         cdef int simd = not reorder_simd_disabled and blk_have_avx2()
         if items == 0:
@@ -556,8 +562,8 @@ cdef class Blocks:
         with nogil:
             if nchunks <= 1:
                 _blocks_items(<const char*>src, <char*>dst, &self.p, &self.b, &self.D, 0, items,
-                              self.nt, simd)
+                              nt, simd)
             else:
                 for t in prange(nchunks, num_threads=nchunks, schedule="static"):
                     _blocks_items(<const char*>src, <char*>dst, &self.p, &self.b, &self.D,
-                                  items * t // nchunks, items * (t + 1) // nchunks, self.nt, simd)
+                                  items * t // nchunks, items * (t + 1) // nchunks, nt, simd)

@@ -7,7 +7,8 @@ Cached stores read each destination line before writing it, and win while source
 destination fit in the cache beside each other and the next layer finds the output there.
 Once the two together pass half the last-level cache, the stores evict lines the reorder
 still needs and the output would go to memory anyway: streaming wins from there, on one
-thread by 10-30% with the next layer's read counted (docs/performance.md).
+thread by 10-30% with the next layer's read counted, and on two from twice that
+(problem.stream_threads; docs/performance.md).
 REORDER_STREAM_MIN_BYTES overrides it for the process, and every plan takes its own
 `stream_min_bytes`.
 """

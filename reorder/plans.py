@@ -11,7 +11,7 @@ from .binding import aligned_empty, bind_source, check_out
 from .desc import _bytes, _fmt
 from .errors import ReorderError
 from .planner import plan_steps
-from .problem import PARALLEL_MIN_BYTES, STREAM_MIN_BYTES
+from .problem import PARALLEL_MIN_BYTES, STREAM_MIN_BYTES, stream_threads
 from .tags import ABC
 
 __all__ = ["Plan"]
@@ -54,6 +54,10 @@ class Plan:
         self._storage = dst.dtype.storage
         self._out_dtypes = dst.dtype.numpy_dtypes
         self._runners = tuple(st.runner for st in self.steps)
+        # per step, the most threads a call may run on and still stream (runner.nt says
+        # whether it streams on one)
+        self._stream_upto = tuple(stream_threads(st.problem.moved_bytes, stream_min_bytes)
+                                  for st in self.steps)
         self.moved_bytes = sum(st.problem.moved_bytes for st in self.steps)
         # the most threads this much work keeps busy: each needs PARALLEL_MIN_BYTES of it
         self.max_threads = max(1, self.moved_bytes // PARALLEL_MIN_BYTES)
@@ -84,6 +88,13 @@ class Plan:
                 return 1
         n = resolve(threads)
         return n if n <= self.max_threads else self.max_threads
+
+    def streams(self, threads=None):
+        """Per step, whether a call on `threads` (as for nthreads) writes with streaming
+        stores: where the runner streams (`nt`) and the step moves enough for that many
+        threads (problem.stream_threads)."""
+        n = self.nthreads(threads)
+        return tuple(bool(r.nt) and n <= upto for r, upto in zip(self._runners, self._stream_upto))
 
     def empty(self):
         """A zero-copy-friendly output: C-contiguous, dst's physical shape, 64-byte aligned."""
@@ -121,13 +132,14 @@ class Plan:
             last = (nthreads, acc, self._values if values is None else values)
         else:
             last = (nthreads, acc) if acc else (nthreads,)
+        stream = self._stream_upto
         if self.via is None:
-            self._runners[0].run(src, dst, *last)
+            self._runners[0].run(src, dst, *last, stream=nthreads <= stream[0])
         else:
             tmp = aligned_empty(self.via.physical_shape, self.via.dtype.storage)
             mid = data_address(tmp)
-            self._runners[0].run(src, mid, nthreads)
-            self._runners[1].run(mid, dst, *last)
+            self._runners[0].run(src, mid, nthreads, stream=nthreads <= stream[0])
+            self._runners[1].run(mid, dst, *last, stream=nthreads <= stream[1])
 
     def __repr__(self):
         return (f"Plan({self.src.name} -> {self.dst.name}, {_fmt(self.src.dims)} {self.src.dtype.name}, "
@@ -147,8 +159,12 @@ class Plan:
             if prob.attrs is not None:
                 lines.append(f"  conversion: {self.attrs.describe(prob.src, prob.dst)}")
             if st.runner.nt:
-                lines.append(f"  streaming stores ({_bytes(prob.moved_bytes)} read and written, "
-                             f">= {_bytes(self.stream_min_bytes)})")
+                moved, smb = _bytes(prob.moved_bytes), _bytes(self.stream_min_bytes)
+                if stream_threads(prob.moved_bytes, self.stream_min_bytes) > 1:
+                    lines.append(f"  streaming stores ({moved} read and written, >= 2 x {smb})")
+                else:
+                    lines.append(f"  streaming stores on 1 thread ({moved} read and written, "
+                                 f">= {smb}); cached on more (< 2 x {smb})")
             lines.append("  nodes, outermost first (extent, src stride, dst stride [, dim/weight]):")
             for nd in prob.nodes:
                 tail = f", {ABC[nd.dim]}/{nd.weight}" if nd.dim >= 0 else ""

@@ -11,9 +11,23 @@ from .machine import STREAM_MIN_BYTES
 # Below this many bytes moved a thread team costs more than it saves.
 PARALLEL_MIN_BYTES = 1 << 18
 # STREAM_MIN_BYTES: default bytes moved (source read + destination written) from which
-# streaming (non-temporal) stores are used, half the last-level cache (machine.py); a plan
-# takes it as a parameter.
-__all__ = ["PARALLEL_MIN_BYTES", "STREAM_MIN_BYTES", "Node", "Problem", "Kernel"]
+# streaming (non-temporal) stores are used on one thread, half the last-level cache
+# (machine.py); a plan takes it as a parameter.
+__all__ = ["PARALLEL_MIN_BYTES", "STREAM_MIN_BYTES", "Node", "Problem", "Kernel",
+           "stream_threads"]
+
+# On two threads the cached stores' line reads overlap and streaming pays from twice the
+# one-thread threshold (docs/performance.md); more threads were not measured and keep that.
+_STREAM_THREADS_MEASURED = 2
+ALL_THREADS = 1 << 30
+
+
+def stream_threads(moved_bytes, stream_min_bytes):
+    """The most threads at which a step moving `moved_bytes` streams its stores (0: none):
+    on n threads it streams when moved_bytes >= stream_min_bytes * min(n, 2)."""
+    if moved_bytes >= stream_min_bytes * _STREAM_THREADS_MEASURED:
+        return ALL_THREADS
+    return 1 if moved_bytes >= stream_min_bytes else 0
 
 
 class Node(NamedTuple):
@@ -46,10 +60,11 @@ class Problem:
         return self.dst.nelems * self.dst.dtype.itemsize
 
     def streams(self, stream_min_bytes):
-        """Whether the destination is stored past the caches: when source and destination
-        together reach the threshold, so that cached stores would evict lines of their own
-        (docs/performance.md)."""
-        return self.moved_bytes >= stream_min_bytes
+        """Whether the destination is stored past the caches on one thread: when source and
+        destination together reach the threshold, so that cached stores would evict lines
+        of their own (docs/performance.md). The runner's choice; a call on more threads may
+        turn it off (stream_threads)."""
+        return stream_threads(self.moved_bytes, stream_min_bytes) >= 1
 
 
 class Kernel:

@@ -3,11 +3,14 @@ streaming threshold; REORDER_STREAM_MIN_BYTES overrides it, and a bad value is n
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import reorder as ro
 from reorder import machine
 from reorder.plan_cache import cached_plan
+
+from reference import ref_from_plain
 
 
 def _fake_cache(root, entries):
@@ -99,3 +102,21 @@ def test_what_streams_on_a_32_mib_cache(src, dst, dims, dtype, streams):
     p = cached_plan(ro.Desc(dims, dtype, src), ro.Desc(dims, dtype, dst),
                     stream_min_bytes=machine.stream_min_bytes_for(32 << 20))
     assert [r.nt for r in p.runners] == [streams], p.explain()
+
+
+def test_two_threads_stream_from_twice_the_threshold():
+    """A step streams on one thread from stream_min_bytes moved, on two and more from twice
+    that; each choice writes the same bytes as the reference."""
+    dims = (4, 48, 40, 40)
+    src, dst = ro.Desc(dims, "bf16", "nchw"), ro.Desc(dims, "bf16", "nChw16c")
+    moved = 2 * dims[0] * dims[1] * dims[2] * dims[3] * 2
+    x = np.arange(np.prod(dims), dtype=np.uint16).reshape(dims)
+    expected = ref_from_plain(x, "abcd", "aBcd16b")
+    for smb, on in ((moved, (True, False, False)), (moved // 2, (True, True, True)),
+                    (moved + 1, (False, False, False))):
+        p = cached_plan(src, dst, stream_min_bytes=smb)
+        assert [p.streams(n)[0] for n in (1, 2, 3)] == list(on), (smb, p.explain())
+        assert ("cached on more" in p.explain()) == (on == (True, False, False))
+        for n in (1, 2, 3):
+            out = p(x, threads=n)
+            assert np.array_equal(out.view(np.uint16), expected)

@@ -1,5 +1,7 @@
 """Speed of type conversions on an unchanged layout and through a layout change, each beside
-np.copyto of the same bytes ((src + dst) / 2) in the same run, 8x256x56x56, 1 and 2 threads.
+np.copyto of the same bytes ((src + dst) / 2) in the same run, 8x256x56x56, 1 and 2 threads;
+back to nchw also at 1x64x112x112, whose 12544 pixels a plane are more lanes than one tile
+call takes.
 
 Targets (medians, ratio to that copy; docs/int8.md): >= 0.8 on an unchanged layout (and at
 least oneDNN 3.2's ratio), >= 0.7 through a layout change."""
@@ -24,16 +26,17 @@ PAIRS = [
     ("s8", "f32", {"src_scales": 0.01}),
     ("u8", "f32", {"src_scales": 0.01, "src_zero_point": 128}),
 ]
-LAYOUTS = [("nchw", "nchw"), ("nchw", "nhwc"), ("nChw16c", "nchw"), ("nchw", "nChw16c")]
+LAYOUTS = [("nchw", "nchw", DIMS), ("nchw", "nhwc", DIMS), ("nChw16c", "nchw", DIMS),
+           ("nchw", "nChw16c", DIMS), ("nChw16c", "nchw", (1, 64, 112, 112))]
 
 
 @functools.lru_cache(maxsize=4)      # 26-103 MB each; the cases come grouped by pair
-def _source(sdt, stag):
+def _source(sdt, stag, dims):
     rng = np.random.default_rng(0)
-    x = (rng.standard_normal(DIMS) * 40).astype(np.float32)
+    x = (rng.standard_normal(dims) * 40).astype(np.float32)
     if sdt in ("s8", "u8"):
         x = np.clip(np.rint(x), -128 if sdt == "s8" else 0, 127 if sdt == "s8" else 255)
-    d = ro.Desc(DIMS, sdt, stag)
+    d = ro.Desc(dims, sdt, stag)
     return ro.reorder(x, "nchw", d, dtype=sdt), d
 
 
@@ -43,16 +46,19 @@ def _label(kw):
 
 
 @pytest.mark.parametrize("threads", THREADS)
-@pytest.mark.parametrize("stag,dtag", LAYOUTS, ids=lambda t: t)
+@pytest.mark.parametrize("stag,dtag,dims", LAYOUTS,
+                         ids=lambda t: "x".join(map(str, t)) if isinstance(t, tuple) else t)
 @pytest.mark.parametrize("sdt,ddt,kw", PAIRS, ids=lambda p: p if isinstance(p, str) else "")
 @pytest.mark.parametrize("impl", ["reorder", "copy"])
-def test_conversion_speed(benchmark, record, time_copy, impl, sdt, ddt, kw, stag, dtag, threads):
-    x, sdesc = _source(sdt, stag)
+def test_conversion_speed(benchmark, record, time_copy, impl, sdt, ddt, kw, stag, dtag, dims,
+                          threads):
+    x, sdesc = _source(sdt, stag, dims)
     p = ro.plan(sdesc, dtag, dtype=ddt, **kw)
     out = p.empty()
     nbytes = x.nbytes + out.nbytes
     extra = f" ({_label(kw)})" if kw else ""
-    group = f"{sdt}->{ddt} {stag}->{dtag}{extra} {threads}T"
+    size = "" if dims == DIMS else " " + "x".join(map(str, dims))
+    group = f"{sdt}->{ddt} {stag}->{dtag}{size}{extra} {threads}T"
     benchmark.group = group
     if impl == "reorder":
         benchmark(p, x, out, threads)

@@ -3,6 +3,7 @@ points, sum or compensation is cut for the runners of `_convert.pyx` (the int8 `
 weight kernel, 16-lane tiles with register transposes, or a strided walk). The planner
 lists it ahead of the move kernels.
 """
+import dataclasses
 import math
 
 import numpy as np
@@ -65,6 +66,24 @@ def _tile_layout(prob):
             return None
     outer = [i for i in range(len(nodes)) if i != ib and i not in chain]
     return chain, ib, outer, sorted(blk_dims)
+
+
+def _split_lanes(prob):
+    """`prob` with its innermost destination node, when it is longer than TILE_MAX_LANES,
+    split into blocks of the longest multiple of 16 lanes that divides it (nChw16c -> nchw
+    at 112x112: 12544 pixels -> 4 x 3136), so the tile path can take it; else None."""
+    last = prob.nodes[-1]
+    if last.ds != 1 or last.ss == 1 or last.extent <= TILE_MAX_LANES:
+        return None
+    n = next((n for n in range(TILE_MAX_LANES // 16 * 16, 15, -16) if last.extent % n == 0), None)
+    if n is None:
+        return None
+    k = last.extent // n
+    outer = Node(k, last.ss * n, last.ds * n, last.dim, last.weight * n)
+    inner = Node(n, last.ss, last.ds, last.dim, last.weight)
+    sq, cq = prob.qstrides[-1]
+    return dataclasses.replace(prob, nodes=prob.nodes[:-1] + (outer, inner),
+                               qstrides=prob.qstrides[:-1] + ((sq * n, cq * n), (sq, cq)))
 
 
 def _w4i16o4i_layout(prob, layout):
@@ -191,6 +210,9 @@ class ConversionKernel(Kernel):
         checked = np.array(prob.checked, dtype=np.int64).reshape(-1, 3)
         empty = not (prob.nodes and prob.nodes[0].extent)
         layout = None if empty else _tile_layout(prob)
+        split = None if empty or layout is not None else _split_lanes(prob)
+        if split is not None and _tile_layout(split) is not None:
+            prob, layout = split, _tile_layout(split)
         w = None if empty else _w4i16o4i_layout(prob, layout)
         if w is not None:
             onodes, oq, params = w

@@ -195,7 +195,8 @@ def test_long_run_pieces(threads, mode):
 # layout changes: the tiles
 
 # (dims, src tag, dst tag, the runner the planner picks). The tile needs a multiple of 16
-# destination-contiguous lanes; other shapes go through the strided walk.
+# destination-contiguous lanes; other shapes go through the strided walk. More than 4096
+# lanes are cut into blocks of the longest multiple of 16 that divides them.
 TILES = [((2, 35, 3, 6), "abcd", "aBcd16b", "ConvertTile"),    # padded C, 18 columns
          ((1, 16, 1, 9), "abcd", "aBcd16b", "ConvertTile"),    # 9 columns: one 8 + a tail
          ((1, 17, 4, 4), "aBcd16b", "abcd", "ConvertTile"),    # 16 lanes, padded c16 columns
@@ -203,7 +204,10 @@ TILES = [((2, 35, 3, 6), "abcd", "aBcd16b", "ConvertTile"),    # padded C, 18 co
          ((2, 48, 3, 5), "abcd", "acdb", "ConvertTile"),       # 3 lane groups, 15 columns
          ((3, 32, 1, 1), "abcd", "acdb", "Convert"),           # size-1 spatial: a copy-like run
          ((2, 19, 5, 7), "abcd", "acdb", "Convert"),           # 19 lanes: the walk
-         ((2, 35, 3, 6), "aBcd16b", "abcd", "Convert")]        # 18 lanes: the walk
+         ((2, 35, 3, 6), "aBcd16b", "abcd", "Convert"),        # 18 lanes: the walk
+         ((1, 20, 72, 72), "aBcd16b", "abcd", "ConvertTile"),  # 5184 lanes: 2 x 2592, C=20
+         ((2, 3, 65, 64), "acdb", "abcd", "ConvertTile"),      # 4160 lanes: 2 x 2080
+         ((1, 17, 65, 65), "aBcd16b", "abcd", "Convert")]      # 4225 lanes, odd: the walk
 
 
 @pytest.mark.parametrize("dims,stag,dtag,runner", TILES,

@@ -6,8 +6,11 @@ problems with conversion attributes; the block kernel comes before transpose and
 blocked in two dims (OIhw16i16o, OIhw4i16o4i) whose blocks fit its scratch; the generic kernel
 accepts everything, so every valid
 pair has a plan. Blockings that do not nest (48c against 32c) are planned as two steps through
-the plain layout.
+the plain layout, and a conversion across layouts that only the strided walk could take (a
+plane of 49 pixels, nChw16c -> nchw) as a move into the destination's layout followed by the
+conversion there.
 """
+from . import _convert
 from .conversion import ConversionKernel
 from .desc import Desc
 from .move_kernels import BlockKernel, CopyKernel, GenericKernel, TransposeKernel
@@ -36,12 +39,45 @@ def choose(prob, stream_min_bytes):
     raise AssertionError("the generic kernel accepts every problem")  # pragma: no cover
 
 
+# The conversion walk's SIMD rows pay their set-up back from runs of this many elements.
+_WALK_MIN_RUN = 64
+
+
+def _walk_run(step):
+    """For a conversion on the element walk, the elements its innermost node runs contiguous
+    on both sides (0: strided on one side); None for any other runner."""
+    if type(step.runner) is not _convert.Convert or not step.problem.nodes:
+        return None
+    last = step.problem.nodes[-1]
+    return last.extent if last.ss == 1 and last.ds == 1 else 0
+
+
+def _slow_walk(step):
+    """A conversion on the element walk whose innermost node is strided on one side, or a
+    contiguous run too short for the SIMD rows (nChw16c -> nhwc: 16): the tiles did not take
+    it."""
+    run = _walk_run(step)
+    return run is not None and run < _WALK_MIN_RUN and step.problem.nodes[-1].extent > 1
+
+
 def plan_steps(src, dst, attrs, stream_min_bytes):
-    """(steps, via): one Step, or two through `via` (the plain layout) when the blockings do
-    not nest; a conversion happens in the second."""
+    """(steps, via): one Step, or two through `via`: the plain layout when the blockings do
+    not nest, or dst's layout in src's type when a conversion across layouts would take the
+    element walk; a conversion happens in the second."""
     try:
-        return (choose(normalise(src, dst, attrs), stream_min_bytes),), None
+        step = choose(normalise(src, dst, attrs), stream_min_bytes)
     except Incompatible:
         via = Desc(src.dims, src.dtype)
         return (choose(normalise(src, via), stream_min_bytes),
                 choose(normalise(via, dst, attrs), stream_min_bytes)), via
+    if attrs is not None and dst.tag is not None and _slow_walk(step):
+        # the move takes the tiles, the conversion contiguous rows (docs/int8.md)
+        via = Desc(dst.dims, src.dtype, dst.tag)
+        try:
+            steps = (choose(normalise(src, via), stream_min_bytes),
+                     choose(normalise(via, dst, attrs), stream_min_bytes))
+        except Incompatible:
+            return (step,), None
+        if (_walk_run(steps[1]) or _WALK_MIN_RUN) > _walk_run(step):
+            return steps, via
+    return (step,), None

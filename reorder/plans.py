@@ -148,7 +148,10 @@ class Plan:
 
     def explain(self):
         lines = [repr(self), f"  src: {self.src!r}", f"  dst: {self.dst!r}"]
-        if self.via is not None:
+        if self.via is not None and self.via.tag == self.dst.tag and self.via.dtype != self.dst.dtype:
+            lines.append(f"  the conversion across layouts would take the element walk, so the "
+                         f"data moves into {self.via!r} first and converts there")
+        elif self.via is not None:
             lines.append(f"  the blockings do not nest, so the data goes through {self.via!r}")
         for st in self.steps:
             prob, kernel = st.problem, st.kernel

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder import _convert
+from reorder import _convert, planner
 from reorder.plan_cache import cached_plan
+from reorder.plans import _steps
 import quant_reference as qr
 from quant_reference import bits
 from reference import ref_physical_shape
@@ -189,6 +190,8 @@ def test_f64_bf16_f16_roundtrip_storage():
 # The runner in each comment is the one the layout is chosen to reach. A conversion plan does
 # not say which runner it took (Plan.kernel is "convert" and explain() lists all three), so it
 # cannot be asserted here; what is asserted is the reference's bytes and shape on every path.
+# Where the walk would cross layouts, the planner moves first and converts on dst's layout
+# ("transpose+convert"); `walk` runs those layouts once more with that turned off.
 LAYOUTS = [
     ((2, 20, 5, 7), "abcd", "aBcd16b"),        # plain -> blocked, padded C (tile)
     ((2, 20, 5, 7), "aBcd16b", "abcd"),        # blocked -> plain (walk)
@@ -201,15 +204,58 @@ LAYOUTS = [
 ]
 
 
+@pytest.fixture(params=[False, True], ids=["planned", "walk"])
+def walk(request, monkeypatch):
+    """True: the planner's move-then-convert for walks across layouts is off, so those
+    layouts run the element walk (the plan caches are emptied around it)."""
+    if request.param:
+        monkeypatch.setattr(planner, "_slow_walk", lambda step: False)
+    _steps.cache_clear()
+    cached_plan.cache_clear()
+    yield request.param
+    _steps.cache_clear()
+    cached_plan.cache_clear()
+
+
 @pytest.mark.parametrize("dims,stag,dtag", LAYOUTS, ids=[f"{s}-{d}" for _, s, d in LAYOUTS])
 @pytest.mark.parametrize("sdt,ddt", PAIRS, ids=[f"{s}-{d}" for s, d in PAIRS])
-def test_pairs(sdt, ddt, dims, stag, dtag, simd):
+def test_pairs(sdt, ddt, dims, stag, dtag, simd, walk):
     rng = np.random.default_rng(zlib.crc32(f"{sdt} {ddt} {stag}".encode()))   # same data every run
     n = math.prod(dims)
     src = qr.place(values_for(sdt, n, rng), dims, stag, sdt)
     got = check(src, dims, stag, dtag, sdt, ddt)
     assert got.shape == ref_physical_shape(dims, dtag)
-    assert ro.plan(stag, dtag, dims=dims, src_dtype=sdt, dtype=ddt).kernel == "convert"
+    kernel = ro.plan(stag, dtag, dims=dims, src_dtype=sdt, dtype=ddt).kernel
+    assert kernel == "convert" if walk else kernel in ("convert", "transpose+convert"), kernel
+
+
+# Conversions across layouts that the tiles do not take (fewer than 16 or not a multiple of
+# 16 lanes, short runs): moved into dst's layout first, converted there. Per-channel scales,
+# zero points and sum ride on the second step; padded channels on either side.
+MOVE_THEN_CONVERT = [((1, 37, 7, 7), "aBcd16b", "abcd"),     # 49 lanes
+                     ((2, 20, 5, 7), "aBcd16b", "acdb"),     # runs of 16 into nhwc
+                     ((2, 3, 14, 14), "aBcd8b", "abcd")]     # 196 lanes, 3 of 8 channels
+
+
+@pytest.mark.parametrize("dims,stag,dtag", MOVE_THEN_CONVERT,
+                         ids=[f"{s}-{d}" for _, s, d in MOVE_THEN_CONVERT])
+@pytest.mark.parametrize("sdt,ddt", [("f32", "s8"), ("f32", "u8"), ("s8", "f32"), ("u8", "f32"),
+                                     ("bf16", "f32"), ("f32", "bf16"), ("f16", "s8")])
+def test_move_then_convert(sdt, ddt, dims, stag, dtag):
+    rng = np.random.default_rng(zlib.crc32(f"{sdt} {ddt} {stag} {dims}".encode()))
+    src = qr.place(values_for(sdt, math.prod(dims), rng), dims, stag, sdt)
+    sc = (rng.random(dims[1]).astype(np.float32) + 0.5) * 2
+    int_side = "dst" if ddt in ("s8", "u8") else "src" if sdt in ("s8", "u8") else None
+    settings = [{}, {"src_scales": sc, "src_scale_mask": 2}]
+    if int_side:
+        settings.append({f"{int_side}_scales": 0.25, f"{int_side}_zero_point": 3})
+    if ddt == "f32":
+        settings.append({"src_scales": sc, "src_scale_mask": 2, "sum_beta": 0.5})
+    for kw in settings:
+        p = ro.plan(stag, dtag, dims=dims, src_dtype=sdt, dtype=ddt, **kw)
+        assert p.kernel.endswith("+convert") and p.via.tag == p.dst.tag, p.explain()
+        for threads in (1, 2):
+            check(src, dims, stag, dtag, sdt, ddt, threads=threads, **kw)
 
 
 def test_unsupported_pairs_are_errors():

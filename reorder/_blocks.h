@@ -365,6 +365,80 @@ static int blk_deinterleave4_sse(const blk_t* b, const char* in, char* T) {
     return 1;
 }
 
+/* il = 2 (OIhw8i16o2i): rows j = 0, 1 of each group zipped element by element. Within each
+ * 16-byte lane the pairs' first elements gather into the low 8 bytes and the second into
+ * the high 8 (one byte shuffle), and 64-bit unpacks with a qword permute put the halves of
+ * the two rows in order; the interleave runs the same steps backwards. R * esize a
+ * multiple of 32 (else returns 0 and the portable loop runs). */
+__attribute__((target("avx2")))
+static inline __m256i blk_pair_split(int e) {
+    return e == 1 ? _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+                                     0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)
+         : e == 2 ? _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+                                     0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15)
+                  : _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15,
+                                     0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+__attribute__((target("avx2")))
+static inline __m256i blk_pair_join(int e) {
+    return e == 1 ? _mm256_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15,
+                                     0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15)
+         : e == 2 ? _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,
+                                     0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15)
+                  : _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15,
+                                     0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+__attribute__((target("avx2")))
+static int blk_interleave2_avx2(const blk_t* b, const char* T, char* out) {
+    const int64_t row = b->R * b->esize, groups = b->C / 2;
+    const int e = b->esize;
+    if (row % 32) return 0;
+    const __m256i join = blk_pair_join(e);
+    for (int64_t g = 0; g < groups; g++) {
+        const char* t = T + g * 2 * row;
+        char* o = out + g * 2 * row;
+        for (int64_t k = 0; k < row; k += 32) {
+            __m256i x = _mm256_permute4x64_epi64(_mm256_loadu_si256((const __m256i*)(t + k)), 0xD8);
+            __m256i y = _mm256_permute4x64_epi64(_mm256_loadu_si256((const __m256i*)(t + row + k)), 0xD8);
+            __m256i v0 = _mm256_unpacklo_epi64(x, y), v1 = _mm256_unpackhi_epi64(x, y);
+            if (e < 8) {
+                v0 = _mm256_shuffle_epi8(v0, join);
+                v1 = _mm256_shuffle_epi8(v1, join);
+            }
+            _mm256_storeu_si256((__m256i*)(o + 2 * k), v0);
+            _mm256_storeu_si256((__m256i*)(o + 2 * k + 32), v1);
+        }
+    }
+    return 1;
+}
+
+__attribute__((target("avx2")))
+static int blk_deinterleave2_avx2(const blk_t* b, const char* in, char* T) {
+    const int64_t row = b->R * b->esize, groups = b->C / 2;
+    const int e = b->esize;
+    if (row % 32) return 0;
+    const __m256i split = blk_pair_split(e);
+    for (int64_t g = 0; g < groups; g++) {
+        const char* s = in + g * 2 * row;
+        char* t = T + g * 2 * row;
+        for (int64_t k = 0; k < row; k += 32) {
+            __m256i v0 = _mm256_loadu_si256((const __m256i*)(s + 2 * k));
+            __m256i v1 = _mm256_loadu_si256((const __m256i*)(s + 2 * k + 32));
+            if (e < 8) {
+                v0 = _mm256_shuffle_epi8(v0, split);
+                v1 = _mm256_shuffle_epi8(v1, split);
+            }
+            _mm256_storeu_si256((__m256i*)(t + k),
+                                _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(v0, v1), 0xD8));
+            _mm256_storeu_si256((__m256i*)(t + row + k),
+                                _mm256_permute4x64_epi64(_mm256_unpackhi_epi64(v0, v1), 0xD8));
+        }
+    }
+    return 1;
+}
+
 __attribute__((target("avx2")))
 static void blk_stream_avx2(char* d, const char* s, int64_t n) {
     int64_t head = (64 - ((uintptr_t)d & 63)) & 63;
@@ -397,6 +471,8 @@ static inline void blk_interleave(const blk_t* b, const char* T, char* out, int 
 #if REORDER_BLK_X86
     if (simd && b->il == 4 && b->esize <= 4 && (blk_interleave4_avx2(b, T, out) || blk_interleave4_sse(b, T, out)))
         return;
+    if (simd && b->il == 2 && blk_interleave2_avx2(b, T, out))
+        return;
 #endif
     (void)simd;
     blk_interleave_scalar(b, T, out);
@@ -405,6 +481,8 @@ static inline void blk_interleave(const blk_t* b, const char* T, char* out, int 
 static inline void blk_deinterleave(const blk_t* b, const char* in, char* T, int simd) {
 #if REORDER_BLK_X86
     if (simd && b->il == 4 && b->esize <= 4 && (blk_deinterleave4_avx2(b, in, T) || blk_deinterleave4_sse(b, in, T)))
+        return;
+    if (simd && b->il == 2 && blk_deinterleave2_avx2(b, in, T))
         return;
 #endif
     (void)simd;

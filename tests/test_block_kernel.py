@@ -19,9 +19,12 @@ DTYPES = ["f32", "bf16", "f16", "s8", "u8", "f64"]
 # the tests' own names for the abstract tags the reference understands
 ABSTRACT = {"oihw": "abcd", "OIhw16i16o": "ABcd16b16a", "OIhw4i16o4i": "ABcd4b16a4b",
             "OIhw8i8o": "ABcd8b8a", "IOhw16o16i": "BAcd16a16b", "OIhw16o16i": "ABcd16a16b",
-            "goihw": "abcde", "gOIhw16i16o": "aBCde16c16b", "ABcd4b32a4b": "ABcd4b32a4b"}
-# ABcd4b32a4b: 32-byte s8 rows, the 256-bit interleave of bytes
-BLOCKED = ["OIhw16i16o", "OIhw4i16o4i", "OIhw8i8o", "IOhw16o16i", "ABcd4b32a4b"]
+            "goihw": "abcde", "gOIhw16i16o": "aBCde16c16b", "ABcd4b32a4b": "ABcd4b32a4b",
+            "OIhw8i16o2i": "ABcd8b16a2b", "ABcd16b32a2b": "ABcd16b32a2b"}
+# ABcd4b32a4b: 32-byte s8 rows, the 256-bit interleave of bytes; OIhw8i16o2i (bf16 weights)
+# and ABcd16b32a2b: pairs interleaved, 16- and 32-row groups
+BLOCKED = ["OIhw16i16o", "OIhw4i16o4i", "OIhw8i8o", "IOhw16o16i", "ABcd4b32a4b", "OIhw8i16o2i",
+           "ABcd16b32a2b"]
 
 # O x I x H x W: O and I below, at and above a block, padded on either or both; 1x1, 3x3,
 # 5x5 and 7x1 spatial dims; the benchmarks' padded weights; zero-size O
@@ -34,7 +37,7 @@ simd = kernel_paths("avx2")
 
 
 BLOCK_ELEMS = {"OIhw16i16o": 256, "OIhw4i16o4i": 256, "OIhw8i8o": 64, "IOhw16o16i": 256,
-               "ABcd4b32a4b": 512, "gOIhw16i16o": 256}
+               "ABcd4b32a4b": 512, "gOIhw16i16o": 256, "OIhw8i16o2i": 256, "ABcd16b32a2b": 1024}
 
 
 def _meant_for_blocks(dims, blocked, dtype):

@@ -27,9 +27,10 @@ BLOCKED = ["OIhw16i16o", "OIhw4i16o4i", "OIhw8i8o", "IOhw16o16i", "ABcd4b32a4b",
            "ABcd16b32a2b"]
 
 # O x I x H x W: O and I below, at and above a block, padded on either or both; 1x1, 3x3,
-# 5x5 and 7x1 spatial dims; the benchmarks' padded weights; zero-size O
+# 5x5 and 7x1 spatial dims; 1x1 unpadded (runs of a few elements contiguous on both sides,
+# which a copy would take); the benchmarks' padded weights; zero-size O
 DIMS = [(1, 1, 1, 1), (3, 15, 3, 3), (16, 16, 3, 3), (17, 33, 5, 5), (33, 17, 7, 1),
-        (15, 3, 1, 1), (200, 120, 3, 3), (0, 16, 3, 3)]
+        (15, 3, 1, 1), (32, 64, 1, 1), (200, 120, 3, 3), (0, 16, 3, 3)]
 
 
 # the block kernel has an AVX2 path and the portable one
@@ -57,10 +58,16 @@ def _check(src_tag, dst_tag, dims, dtype, simd, plain_tag="oihw"):
     for streaming in (False, True):
         p = cached_plan(ro.Desc(dims, dtype, src_tag), ro.Desc(dims, dtype, dst_tag),
                         stream_min_bytes=0 if streaming else 1 << 62)
-        if _meant_for_blocks(dims, dst_tag if src_tag == plain_tag else src_tag, dtype):
+        if _meant_for_blocks(dims, dst_tag if src_tag == plain_tag else src_tag, dtype) \
+                and dims[-2:] != (1, 1) or p.kernel == "blocks":
+            # (1x1 weights may run as whole-line copies or as wide elements through the
+            # transpose; never as copies of runs shorter than a line, below)
             assert p.kernel == "blocks", p.explain()
             assert p.runners[0].nt == streaming
             assert p.runners[0].path == ("portable" if simd is False else "avx2")
+        if p.kernel == "copy":      # whole lines a run (IOhw16o16i 1x1: 16 i), never less
+            prob = p.steps[0].problem
+            assert prob.nodes[-1].extent * prob.itemsize >= 64, p.explain()
         xs = x.reshape(p.src.physical_shape)
         for threads in (1, 2, 3):
             out = sentinel(p.dst.physical_shape, STORAGE[dtype])

@@ -370,24 +370,18 @@ static int blk_deinterleave4_sse(const blk_t* b, const char* in, char* T) {
  * the high 8 (one byte shuffle), and 64-bit unpacks with a qword permute put the halves of
  * the two rows in order; the interleave runs the same steps backwards. R * esize a
  * multiple of 32 (else returns 0 and the portable loop runs). */
+/* Byte shuffle, within each 16-byte lane, of pairs of e-byte elements: `join` 0 gathers
+ * the pairs' first elements into the low 8 bytes and the second into the high 8; 1 undoes it. */
 __attribute__((target("avx2")))
-static inline __m256i blk_pair_split(int e) {
-    return e == 1 ? _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
-                                     0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)
-         : e == 2 ? _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
-                                     0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15)
-                  : _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15,
-                                     0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
-}
-
-__attribute__((target("avx2")))
-static inline __m256i blk_pair_join(int e) {
-    return e == 1 ? _mm256_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15,
-                                     0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15)
-         : e == 2 ? _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,
-                                     0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15)
-                  : _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15,
-                                     0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
+static inline __m256i blk_pair_mask(int e, int join) {
+    uint8_t m[32];
+    for (int p = 0; p < 16; p++) {
+        int half = p / 8, k = p % 8;
+        int from = (k / e) * 2 * e + half * e + k % e;
+        if (join) m[from] = m[16 + from] = (uint8_t)p;
+        else m[p] = m[16 + p] = (uint8_t)from;
+    }
+    return _mm256_loadu_si256((const __m256i*)m);
 }
 
 __attribute__((target("avx2")))
@@ -395,7 +389,7 @@ static int blk_interleave2_avx2(const blk_t* b, const char* T, char* out) {
     const int64_t row = b->R * b->esize, groups = b->C / 2;
     const int e = b->esize;
     if (row % 32) return 0;
-    const __m256i join = blk_pair_join(e);
+    const __m256i join = blk_pair_mask(e, 1);
     for (int64_t g = 0; g < groups; g++) {
         const char* t = T + g * 2 * row;
         char* o = out + g * 2 * row;
@@ -419,7 +413,7 @@ static int blk_deinterleave2_avx2(const blk_t* b, const char* in, char* T) {
     const int64_t row = b->R * b->esize, groups = b->C / 2;
     const int e = b->esize;
     if (row % 32) return 0;
-    const __m256i split = blk_pair_split(e);
+    const __m256i split = blk_pair_mask(e, 0);
     for (int64_t g = 0; g < groups; g++) {
         const char* s = in + g * 2 * row;
         char* t = T + g * 2 * row;

@@ -45,6 +45,21 @@ static inline int few_layout(int size, int nv, int64_t na, int vb, int32_t (*idx
     return nout;
 }
 
+/* The columns b0 .. b0+nb-1 of a ragged step (nd of them data): each row's data copied into
+ * a zeroed stage row, sr[i] pointing at it, and the number of dst bytes the step writes. */
+static inline int64_t few_stage(const char* const* r, int nv, int size, int64_t b0, int64_t px,
+                                int64_t nbv, int64_t nbw, int64_t slot, char (*stage)[64],
+                                const char** sr) {
+    int64_t nb = nbw - b0 < px ? nbw - b0 : px, nd = nbv - b0 < 0 ? 0 : nbv - b0;
+    nd = nd < nb ? nd : nb;
+    for (int i = 0; i < nv; i++) {
+        memset(stage[i], 0, 64);
+        memcpy(stage[i], r[i] + b0 * size, (size_t)(nd * size));
+        sr[i] = stage[i];
+    }
+    return nb * slot;
+}
+
 /* ---- AVX-512 F+BW ---------------------------------------------------------------------- */
 #define FEW512_TARGET __attribute__((target("avx512f,avx512bw")))
 
@@ -96,17 +111,11 @@ static inline void few_run512(const char* src, const arows_t* A, int64_t na, cha
     for (int64_t b0 = 0; b0 < bfull; b0 += px)
         few_step512(r, b0 * size, nv, size, w, idx, mask, nout, d + b0 * slot, stream);
     for (int64_t b0 = bfull; b0 < nbw; b0 += px) {
-        int64_t nb = nbw - b0 < px ? nbw - b0 : px, nd = nbv - b0 < 0 ? 0 : nbv - b0;
         char stage[8][64], out[16 * 64];
         const char* sr[8] = {0};
-        nd = nd < nb ? nd : nb;
-        for (int i = 0; i < nv; i++) {
-            memset(stage[i], 0, sizeof stage[i]);
-            memcpy(stage[i], r[i] + b0 * size, (size_t)(nd * size));
-            sr[i] = stage[i];
-        }
+        int64_t n = few_stage(r, nv, size, b0, px, nbv, nbw, slot, stage, sr);
         few_step512(sr, 0, nv, size, w, idx, mask, nout, out, 0);
-        memcpy(d + b0 * slot, out, (size_t)(nb * slot));
+        memcpy(d + b0 * slot, out, (size_t)n);
     }
 }
 
@@ -169,17 +178,11 @@ static inline void few_run2(const char* src, const arows_t* A, int64_t na, char*
     for (int64_t b0 = 0; b0 < bfull; b0 += px)
         few_step2(r, b0 * size, nv, size, w, idx, keep, nout, d + b0 * slot);
     for (int64_t b0 = bfull; b0 < nbw; b0 += px) {
-        int64_t nb = nbw - b0 < px ? nbw - b0 : px, nd = nbv - b0 < 0 ? 0 : nbv - b0;
-        char stage[8][32], out[16 * 32];
+        char stage[8][64], out[16 * 32];
         const char* sr[8] = {0};
-        nd = nd < nb ? nd : nb;
-        for (int i = 0; i < nv; i++) {
-            memset(stage[i], 0, sizeof stage[i]);
-            memcpy(stage[i], r[i] + b0 * size, (size_t)(nd * size));
-            sr[i] = stage[i];
-        }
+        int64_t n = few_stage(r, nv, size, b0, px, nbv, nbw, slot, stage, sr);
         few_step2(sr, 0, nv, size, w, idx, keep, nout, out);
-        memcpy(d + b0 * slot, out, (size_t)(nb * slot));
+        memcpy(d + b0 * slot, out, (size_t)n);
     }
 }
 

@@ -316,7 +316,7 @@ def _dequant_fused(x, sdesc, squant, packed, f, nth, fresh=True):
     base, colidx, colstep = q.row_tables(_rows_index(dims)) if q is not None else (None, None, 0)
     sc = None if q is None else q.scales
     zp = None if q is None else q.zero_points
-    stream = not fresh and stream_threads(raw.nbytes + f.nbytes, STREAM_MIN_BYTES) >= nth
+    stream = not fresh and stream_threads(raw.nbytes + f.nbytes, STREAM_MIN_BYTES, f.nbytes) >= nth
     if how[0] == "plain":
         _lowbit.dequant_plain(name, data_address(raw), nib, R, L, data_address(f), sc, zp, colidx,
                               colstep, base, stream, nth)
@@ -569,7 +569,8 @@ def _fused(f, row_off, dims, ddesc, q, inv, zp, nib, out, nth):
     # as on the way back: an output the caller gave is streamed when source and result are
     # large together; a fresh one is not (its pages are zeroed through the cache when first
     # touched)
-    stream = out is not None and stream_threads(f.nbytes + res.nbytes, STREAM_MIN_BYTES) >= nth
+    stream = out is not None and stream_threads(f.nbytes + res.nbytes, STREAM_MIN_BYTES,
+                                                res.nbytes) >= nth
     if plain_rows:
         R = len(ridx)
         row_bytes = L // 2 if nib else L

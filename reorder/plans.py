@@ -56,8 +56,8 @@ class Plan:
         self._runners = tuple(st.runner for st in self.steps)
         # per step, the most threads a call may run on and still stream (runner.nt says
         # whether it streams on one)
-        self._stream_upto = tuple(stream_threads(st.problem.moved_bytes, stream_min_bytes)
-                                  for st in self.steps)
+        self._stream_upto = tuple(stream_threads(st.problem.moved_bytes, stream_min_bytes,
+                                                 st.problem.dst_bytes) for st in self.steps)
         self.moved_bytes = sum(st.problem.moved_bytes for st in self.steps)
         # the most threads this much work keeps busy: each needs PARALLEL_MIN_BYTES of it
         self.max_threads = max(1, self.moved_bytes // PARALLEL_MIN_BYTES)
@@ -163,11 +163,13 @@ class Plan:
                 lines.append(f"  conversion: {self.attrs.describe(prob.src, prob.dst)}")
             if st.runner.nt:
                 moved, smb = _bytes(prob.moved_bytes), _bytes(self.stream_min_bytes)
-                if stream_threads(prob.moved_bytes, self.stream_min_bytes) > 1:
-                    lines.append(f"  streaming stores ({moved} read and written, >= 2 x {smb})")
+                if stream_threads(prob.moved_bytes, self.stream_min_bytes, prob.dst_bytes) > 1:
+                    lines.append(f"  streaming stores ({moved} read and written, "
+                                 f"{_bytes(prob.dst_bytes)} of it written; >= {smb})")
                 else:
                     lines.append(f"  streaming stores on 1 thread ({moved} read and written, "
-                                 f">= {smb}); cached on more (< 2 x {smb})")
+                                 f">= {smb}); cached on more (< 2 x {smb}, and "
+                                 f"{_bytes(prob.dst_bytes)} written < {smb})")
             lines.append("  nodes, outermost first (extent, src stride, dst stride [, dim/weight]):")
             for nd in prob.nodes:
                 tail = f", {ABC[nd.dim]}/{nd.weight}" if nd.dim >= 0 else ""

@@ -16,16 +16,19 @@ PARALLEL_MIN_BYTES = 1 << 18
 __all__ = ["PARALLEL_MIN_BYTES", "STREAM_MIN_BYTES", "Node", "Problem", "Kernel",
            "stream_threads"]
 
-# On two threads the cached stores' line reads overlap and streaming pays from twice the
-# one-thread threshold (docs/performance.md); more threads were not measured and keep that.
+# On two threads the cached stores' line reads overlap: streaming pays from twice the
+# one-thread threshold of bytes moved, or once the destination alone reaches the threshold
+# (docs/performance.md); more threads were not measured and keep that.
 _STREAM_THREADS_MEASURED = 2
 ALL_THREADS = 1 << 30
 
 
-def stream_threads(moved_bytes, stream_min_bytes):
-    """The most threads at which a step moving `moved_bytes` streams its stores (0: none):
-    on n threads it streams when moved_bytes >= stream_min_bytes * min(n, 2)."""
-    if moved_bytes >= stream_min_bytes * _STREAM_THREADS_MEASURED:
+def stream_threads(moved_bytes, stream_min_bytes, dst_bytes=0):
+    """The most threads at which a step moving `moved_bytes` (of which `dst_bytes` written)
+    streams its stores (0: none): on one thread from stream_min_bytes moved; on more, from
+    twice that, or from a destination of stream_min_bytes alone."""
+    if moved_bytes >= stream_min_bytes * _STREAM_THREADS_MEASURED or (
+            moved_bytes >= stream_min_bytes and dst_bytes >= stream_min_bytes):
         return ALL_THREADS
     return 1 if moved_bytes >= stream_min_bytes else 0
 

@@ -104,19 +104,26 @@ def test_what_streams_on_a_32_mib_cache(src, dst, dims, dtype, streams):
     assert [r.nt for r in p.runners] == [streams], p.explain()
 
 
-def test_two_threads_stream_from_twice_the_threshold():
-    """A step streams on one thread from stream_min_bytes moved, on two and more from twice
-    that; each choice writes the same bytes as the reference."""
-    dims = (4, 48, 40, 40)
-    src, dst = ro.Desc(dims, "bf16", "nchw"), ro.Desc(dims, "bf16", "nChw16c")
-    moved = 2 * dims[0] * dims[1] * dims[2] * dims[3] * 2
-    x = np.arange(np.prod(dims), dtype=np.uint16).reshape(dims)
-    expected = ref_from_plain(x, "abcd", "aBcd16b")
-    for smb, on in ((moved, (True, False, False)), (moved // 2, (True, True, True)),
-                    (moved + 1, (False, False, False))):
-        p = cached_plan(src, dst, stream_min_bytes=smb)
-        assert [p.streams(n)[0] for n in (1, 2, 3)] == list(on), (smb, p.explain())
-        assert ("cached on more" in p.explain()) == (on == (True, False, False))
-        for n in (1, 2, 3):
-            out = p(x, threads=n)
-            assert np.array_equal(out.view(np.uint16), expected)
+def test_two_threads_stream_from_twice_the_threshold_or_a_destination_of_it():
+    """A step streams on one thread from stream_min_bytes moved; on two and more from twice
+    that, or from a destination of stream_min_bytes alone (a padded block: 3 channels of
+    16); each choice writes the same bytes as the reference."""
+    for dims, tag in (((4, 48, 40, 40), "aBcd16b"), ((4, 3, 80, 80), "aBcd16b")):
+        src, dst = ro.Desc(dims, "bf16", "nchw"), ro.Desc(dims, "bf16", "nChw16c")
+        n_src, n_dst = src.nbytes, dst.nbytes
+        moved = n_src + n_dst
+        x = np.arange(np.prod(dims), dtype=np.uint16).reshape(dims)
+        expected = ref_from_plain(x, "abcd", tag)
+        cases = [(moved // 2, (True, True, True)), (moved + 1, (False, False, False))]
+        if n_dst < moved // 2 + 1:
+            cases.append((moved, (True, False, False)))
+        else:   # the padded destination is most of what moves
+            cases += [(n_dst, (True, True, True)), (n_dst + 1, (True, False, False))]
+        for smb, on in cases:
+            p = cached_plan(src, dst, stream_min_bytes=smb)
+            assert p.max_threads >= 3, p.explain()
+            assert [p.streams(n)[0] for n in (1, 2, 3)] == list(on), (smb, p.explain())
+            assert ("cached on more" in p.explain()) == (on == (True, False, False))
+            for n in (1, 2, 3):
+                out = p(x, threads=n)
+                assert np.array_equal(out.view(np.uint16), expected)

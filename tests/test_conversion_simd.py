@@ -207,7 +207,8 @@ TILES = [((2, 35, 3, 6), "abcd", "aBcd16b", "ConvertTile"),    # padded C, 18 co
          ((2, 35, 3, 6), "aBcd16b", "abcd", "Convert"),        # 18 lanes: the walk
          ((1, 20, 72, 72), "aBcd16b", "abcd", "ConvertTile"),  # 5184 lanes: 2 x 2592, C=20
          ((2, 3, 65, 64), "acdb", "abcd", "ConvertTile"),      # 4160 lanes: 2 x 2080
-         ((1, 17, 65, 65), "aBcd16b", "abcd", "Convert")]      # 4225 lanes, odd: the walk
+         ((1, 17, 65, 65), "aBcd16b", "abcd", "Convert"),      # 4225 lanes, odd: the walk
+         ((1, 4100, 2, 3), "abcd", "aBcd4160b", "ConvertTile")]  # 4160 padded lanes: 2 x 2080
 
 
 @pytest.mark.parametrize("dims,stag,dtag,runner", TILES,

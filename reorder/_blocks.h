@@ -365,11 +365,6 @@ static int blk_deinterleave4_sse(const blk_t* b, const char* in, char* T) {
     return 1;
 }
 
-/* il = 2 (OIhw8i16o2i): rows j = 0, 1 of each group zipped element by element. Within each
- * 16-byte lane the pairs' first elements gather into the low 8 bytes and the second into
- * the high 8 (one byte shuffle), and 64-bit unpacks with a qword permute put the halves of
- * the two rows in order; the interleave runs the same steps backwards. R * esize a
- * multiple of 32 (else returns 0 and the portable loop runs). */
 /* Byte shuffle, within each 16-byte lane, of pairs of e-byte elements: `join` 0 gathers
  * the pairs' first elements into the low 8 bytes and the second into the high 8; 1 undoes it. */
 __attribute__((target("avx2")))
@@ -384,6 +379,11 @@ static inline __m256i blk_pair_mask(int e, int join) {
     return _mm256_loadu_si256((const __m256i*)m);
 }
 
+/* il = 2 (OIhw8i16o2i): rows j = 0, 1 of each group zipped element by element. Within each
+ * 16-byte lane the pairs' first elements gather into the low 8 bytes and the second into
+ * the high 8 (one byte shuffle), and 64-bit unpacks with a qword permute put the halves of
+ * the two rows in order; the interleave runs the same steps backwards. R * esize a
+ * multiple of 32 (else returns 0 and the portable loop runs). */
 __attribute__((target("avx2")))
 static int blk_interleave2_avx2(const blk_t* b, const char* T, char* out) {
     const int64_t row = b->R * b->esize, groups = b->C / 2;

@@ -133,9 +133,9 @@ REORDER_SCALAR_TILE(w64_t, tile_scalar_w64)
 /* A blocks of 16 rows are outermost (each streams through B with 16 read streams). With
  * cached stores, the uniform rows (uniform_rows: one level, all data) and full B blocks run
  * with pointer strides alone, no offset tables or masks: a third less time a tile on
- * nChw16c -> nchw in the L3 (docs/kernels.md). Elsewhere full B blocks run straight-line: the 16 dst row
- * offsets cost one division, rows without data load as zero vectors (padding), rows not
- * written are masked off. Ragged B edges use masked loads. */
+ * nChw16c -> nchw in the L3 (docs/kernels.md). Elsewhere full B blocks run straight-line:
+ * the 16 dst row offsets cost one division, rows without data load as zero vectors
+ * (padding), rows not written are masked off. Ragged B edges use masked loads. */
 __attribute__((target("avx512f")))
 static void tile_avx512_u32(const uint32_t* src, const arows_t* A, int64_t na, uint32_t* dst,
                             const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
@@ -357,11 +357,12 @@ static inline int narrow256_on(void) {
 static inline int tile_few(const void* s, const arows_t* A, int64_t na, void* d,
                            const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt,
                            int size) {
-    if (!few_rows(A, na, rows, size)) return 0;
+    int nv = few_rows(A, na, rows, size);
+    if (!nv) return 0;
     if (narrow512_on())
-        tile_few512((const char*)s, A, na, (char*)d, rows, bs, nbv, nbw, nt, size);
+        tile_few512((const char*)s, A, na, (char*)d, bs, nbv, nbw, nt, size, nv);
     else if (narrow256_on())
-        tile_few2((const char*)s, A, na, (char*)d, rows, bs, nbv, nbw, size);
+        tile_few2((const char*)s, A, na, (char*)d, bs, nbv, nbw, size, nv);
     else
         return 0;
     return 1;
@@ -450,8 +451,10 @@ static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int
     int avx512 = on && reorder_tile_bits == 512 && reorder_have_avx512();
     int avx2 = on && reorder_tile_bits >= 256 && reorder_have_avx2();
 #if REORDER_X86
-    if ((size == 1 || size == 2) && (avx2 || avx512) && few_rows(A, na, rows, size))
-        return narrow512_on() ? "avx512 few rows" : "avx2 few rows";
+    if ((size == 1 || size == 2) && few_rows(A, na, rows, size)) {   /* as tile_few */
+        if (narrow512_on()) return "avx512 few rows";
+        if (narrow256_on()) return "avx2 few rows";
+    }
     int w512 = avx512 && reorder_have_avx512bw() && size == 2 ? narrow512_words(A, na, nt) : 0;
     if (w512) return w512 == 2 ? "avx512 words 32x16" : "avx512 words 16x32";
     if (avx2 && size == 1) return narrow_tall(A, na, nb, 1) ? "avx2 bytes 32x16" : "avx2 bytes 16x16";

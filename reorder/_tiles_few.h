@@ -119,11 +119,10 @@ static inline void few_run512(const char* src, const arows_t* A, int64_t na, cha
     }
 }
 
+/* nv: the data rows few_rows found */
 FEW512_TARGET
-static void tile_few512(const char* src, const arows_t* A, int64_t na, char* dst,
-                        const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt,
-                        int size) {
-    int nv = few_rows(A, na, rows, size);
+static void tile_few512(const char* src, const arows_t* A, int64_t na, char* dst, int64_t bs,
+                        int64_t nbv, int64_t nbw, int nt, int size, int nv) {
     if (size == 1 && nv <= 4) few_run512(src, A, na, dst, bs, nbv, nbw, nt, 1, nv, 4);
     else if (size == 1) few_run512(src, A, na, dst, bs, nbv, nbw, nt, 1, nv, 8);
     else if (nv <= 2) few_run512(src, A, na, dst, bs, nbv, nbw, nt, 2, nv, 4);
@@ -187,9 +186,8 @@ static inline void few_run2(const char* src, const arows_t* A, int64_t na, char*
 }
 
 FEW2_TARGET
-static void tile_few2(const char* src, const arows_t* A, int64_t na, char* dst,
-                      const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int size) {
-    int nv = few_rows(A, na, rows, size);
+static void tile_few2(const char* src, const arows_t* A, int64_t na, char* dst, int64_t bs,
+                      int64_t nbv, int64_t nbw, int size, int nv) {
     if (size == 1 && nv <= 4) few_run2(src, A, na, dst, bs, nbv, nbw, 1, nv, 4);
     else if (size == 1) few_run2(src, A, na, dst, bs, nbv, nbw, 1, nv, 8);
     else if (nv <= 2) few_run2(src, A, na, dst, bs, nbv, nbw, 2, nv, 4);

@@ -211,8 +211,9 @@ class ConversionKernel(Kernel):
         empty = not (prob.nodes and prob.nodes[0].extent)
         layout = None if empty else _tile_layout(prob)
         split = None if empty or layout is not None else _split_lanes(prob)
-        if split is not None and _tile_layout(split) is not None:
-            prob, layout = split, _tile_layout(split)
+        split_layout = None if split is None else _tile_layout(split)
+        if split_layout is not None:
+            prob, layout = split, split_layout
         w = None if empty else _w4i16o4i_layout(prob, layout)
         if w is not None:
             onodes, oq, params = w

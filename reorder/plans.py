@@ -153,7 +153,7 @@ class Plan:
                          f"data moves into {self.via!r} first and converts there")
         elif self.via is not None:
             lines.append(f"  the blockings do not nest, so the data goes through {self.via!r}")
-        for st in self.steps:
+        for st, upto in zip(self.steps, self._stream_upto):
             prob, kernel = st.problem, st.kernel
             lines.append(f"  kernel {kernel.name}: {kernel.why}")
             if prob.itemsize != prob.src.dtype.itemsize:
@@ -163,7 +163,7 @@ class Plan:
                 lines.append(f"  conversion: {self.attrs.describe(prob.src, prob.dst)}")
             if st.runner.nt:
                 moved, smb = _bytes(prob.moved_bytes), _bytes(self.stream_min_bytes)
-                if stream_threads(prob.moved_bytes, self.stream_min_bytes, prob.dst_bytes) > 1:
+                if upto > 1:
                     lines.append(f"  streaming stores ({moved} read and written, "
                                  f"{_bytes(prob.dst_bytes)} of it written; >= {smb})")
                 else:

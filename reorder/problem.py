@@ -27,8 +27,8 @@ def stream_threads(moved_bytes, stream_min_bytes, dst_bytes=0):
     """The most threads at which a step moving `moved_bytes` (of which `dst_bytes` written)
     streams its stores (0: none): on one thread from stream_min_bytes moved; on more, from
     twice that, or from a destination of stream_min_bytes alone."""
-    if moved_bytes >= stream_min_bytes * _STREAM_THREADS_MEASURED or (
-            moved_bytes >= stream_min_bytes and dst_bytes >= stream_min_bytes):
+    # (the destination is part of what moves: dst_bytes >= threshold implies moved_bytes is)
+    if moved_bytes >= stream_min_bytes * _STREAM_THREADS_MEASURED or dst_bytes >= stream_min_bytes:
         return ALL_THREADS
     return 1 if moved_bytes >= stream_min_bytes else 0
 

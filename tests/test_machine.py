@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder import machine
+from reorder import _kernels, machine
 from reorder.plan_cache import cached_plan
 
 from reference import ref_from_plain
@@ -104,6 +104,7 @@ def test_what_streams_on_a_32_mib_cache(src, dst, dims, dtype, streams):
     assert [r.nt for r in p.runners] == [streams], p.explain()
 
 
+@pytest.mark.skipif(not _kernels.OPENMP, reason="serial build: a call runs on 1 thread")
 def test_two_threads_stream_from_twice_the_threshold_or_a_destination_of_it():
     """A step streams on one thread from stream_min_bytes moved; on two and more from twice
     that, or from a destination of stream_min_bytes alone (a padded block: 3 channels of

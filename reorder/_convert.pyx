@@ -397,23 +397,96 @@ cdef inline void _walk_start_split(const NodeList* p, Walk* w, int64_t lo, int s
         w.coord[p.dim[split]] += base * p.w[split]
 
 
+cdef inline void _zero_lanes(char* d, int64_t rows, int64_t rowbytes, int64_t keep) noexcept nogil:
+    """Zero bytes [keep, rowbytes) of each of `rows` consecutive rows of rowbytes bytes: one
+    AND per 8-byte word that holds padding, for rows of at most 64 bytes."""
+    cdef uint8_t mb[64]
+    cdef uint64_t mask[8]
+    cdef uint64_t v
+    cdef int64_t r, k, k0 = keep // 8, nw = rowbytes // 8
+    if rowbytes % 8 or rowbytes > 64:
+        for r in range(rows):
+            memset(d + r * rowbytes + keep, 0, rowbytes - keep)
+        return
+    for k in range(rowbytes):
+        mb[k] = 0xFF if k < keep else 0
+    memcpy(mask, mb, rowbytes)
+    for r in range(rows):
+        for k in range(k0, nw):
+            memcpy(&v, d + r * rowbytes + k * 8, 8)
+            v = v & mask[k]
+            memcpy(d + r * rowbytes + k * 8, &v, 8)
+
+
+cdef enum:
+    SLAB_CHUNK = 8192   # dst bytes of a padded slab converted before its padding is zeroed
+
+
+cdef void _slab(const src_t* s, dst_t* d, const QCtx* c, const QCtx* cc, const Walk* w,
+                int64_t R, int64_t L, int64_t nvalid) noexcept nogil:
+    """R rows of L lanes from walk position w, dense on both sides, as one run: every lane
+    converts (the source holds the padding lanes: the plan checked it), then the lanes from
+    nvalid on are zeroed, a chunk at a time while it is in cache (cc: the context with
+    cached stores)."""
+    cdef int64_t r, m
+    cdef int64_t step = SLAB_CHUNK // (L * <int64_t>sizeof(dst_t))
+    if nvalid == L:
+        _run(s + w.so, d + w.do, R * L, 1, 1, c, w.ko, 0, w.co, 0)
+        return
+    if step < 1:
+        step = 1
+    r = 0
+    while r < R:
+        m = R - r if R - r < step else step
+        _run(s + w.so + r * L, d + w.do + r * L, m * L, 1, 1, cc, w.ko, 0, w.co, 0)
+        _zero_lanes(<char*>(d + w.do + r * L), m, L * sizeof(dst_t), nvalid * sizeof(dst_t))
+        r += m
+
+
 cdef void _walk_range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c,
-                      int64_t lo, int64_t hi, int split, int64_t base) noexcept nogil:
+                      int64_t lo, int64_t hi, int split, int64_t base, int64_t slab) noexcept nogil:
     """Outer iterations [lo, hi) of node list p. When split >= 0, p is a thread's copy whose
     node `split` starts at digit `base`; the pointers in s, d and c are already offset, and
-    the logical coordinate of that node's dim is shifted here."""
+    the logical coordinate of that node's dim is shifted here.
+
+    slab = L > 0: the inner run is L lanes of a padded block and the next node its rows,
+    dense on both sides (see Convert); the rows up to the end of that node or of the range
+    then go as one run (_slab)."""
     cdef Walk w
     cdef int last = p.n - 1
-    cdef int64_t it, nvalid, nwrite
+    cdef int64_t it, nvalid, nwrite, R = 0, k = 0
     cdef int64_t sI = p.ss[last], dI = p.ds[last], kI = p.ks[last], cI = p.cs[last]
+    cdef QCtx cc
+    cdef rq_math_t mc
+    if slab > 0:
+        R = p.ext[last - 1]
+        memcpy(&cc, c, sizeof(QCtx))
+        memcpy(&mc, c.m, sizeof(rq_math_t))
+        mc.nt = 0
+        cc.m = &mc
     _walk_start_split(p, &w, lo, split, base)
-    for it in range(lo, hi):
+    it = lo
+    while it < hi:
         walk_bounds(p, &w, &nvalid, &nwrite)
+        if R > 0:
+            k = R - w.idx[last - 1]
+            if k > hi - it:
+                k = hi - it
+        if k > 1 and nwrite == slab and nvalid > 0:
+            _slab(s, d, c, &cc, &w, k, slab, nvalid)
+            # on to the slab's last row; walk_next carries from there
+            w.idx[last - 1] += k - 1
+            w.so += (k - 1) * p.ss[last - 1]
+            w.do += (k - 1) * p.ds[last - 1]
+            walk_next(p, &w)
+            it += k
+            continue
         if nvalid > 0:
             _run(s + w.so, d + w.do, nvalid, sI, dI, c, w.ko, kI, w.co, cI)
         if nwrite > nvalid:
             _zero_run(d + w.do + nvalid * dI, nwrite - nvalid, dI)
         walk_next(p, &w)
+        it += 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -675,6 +748,7 @@ cdef struct Job:
     const uint8_t* idx
     char* scratch                # tile scratch: one part of scratch_bytes per thread
     int64_t scratch_bytes
+    int64_t slab                 # the walk's padded-block lanes taken a slab at a time, or 0
 
 
 cdef void _range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, const Job* J,
@@ -686,7 +760,7 @@ cdef void _range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, con
     elif J.kind == K_W:
         _w_range(s, d, p, J.W, c, J.m, J.wfn, J.idx, lo, hi, split, base)
     else:
-        _walk_range(s, d, p, c, lo, hi, split, base)
+        _walk_range(s, d, p, c, lo, hi, split, base, J.slab)
 
 
 cdef void _part(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, const Job* J,
@@ -906,6 +980,11 @@ cdef class Convert:
     arith           -- an Arith: scales, zero points, sum, scale_adjust             # IN
     split           -- the node threads split when compensation is accumulated (one
                        that carries a comp index), or -1 (then one thread does it)
+    slab            -- L > 0: the innermost node is L lanes of a padded block (strides 1,
+                       a checked dim) and the next its rows (strides L, unchecked), with no
+                       scale or comp index along either; the walk converts whole rows of
+                       rows in one run and zeroes the padding lanes after. The plan vouches
+                       that the source holds every lane (its padding is read, never used)
     """
     cdef NodeList p
     cdef QCtx c
@@ -914,12 +993,14 @@ cdef class Convert:
     cdef WSpec W
     cdef uint8_t idx[192]
     cdef int scode, dcode, split, kind
+    cdef readonly int64_t slab  # lanes of the padded block the walk converts whole, or 0
     cdef readonly bint nt       # streaming stores, as the plan decided (the tile runner)
     cdef object keep            # the arrays the context and tables point into
 
     def __init__(self, int scode, int dcode, const int64_t[:, ::1] nodes,
                  const int64_t[:, ::1] checked, Arith arith not None, int split,
-                 bint nt=False):
+                 bint nt=False, int64_t slab=0):
+        cdef int n
         if not (0 <= scode <= 6 and 0 <= dcode <= 6):
             raise ValueError(f"bad dtype codes {scode}, {dcode}")
         if nodes.shape[1] != 7:
@@ -927,6 +1008,16 @@ cdef class Convert:
         fill_nodes(&self.p, nodes, checked)
         if not -1 <= split < self.p.n:
             raise ValueError(f"bad split node {split}")
+        n = self.p.n
+        if slab and not (n >= 2 and slab > 0 and (self.p.ext[n - 1], self.p.ss[n - 1],
+                         self.p.ds[n - 1], self.p.ss[n - 2], self.p.ds[n - 2]) ==
+                         (slab, 1, 1, slab, slab) and self.p.dim[n - 1] >= 0
+                         and self.p.dim[n - 2] < 0 and self.p.ks[n - 1] == 0
+                         and self.p.cs[n - 1] == 0 and self.p.ks[n - 2] == 0
+                         and self.p.cs[n - 2] == 0):
+            raise ValueError(f"slab {slab}: the two inner nodes are not a padded block's "
+                             f"lanes and rows")
+        self.slab = slab
         self.keep = arith
         self.c = arith.c
         self.m = arith.m
@@ -983,6 +1074,7 @@ cdef class Convert:
         J.bfn = rq_block_kernel(self.scode, self.dcode) if self.kind == K_TILE else NULL
         J.wfn = rq_w_kernel(self.scode, self.dcode) if self.kind == K_W else NULL
         J.scratch, J.scratch_bytes = NULL, 0
+        J.slab = self.slab if self.kind == K_WALK and acc == 0 else 0
         c.acc = <int32_t*>acc
         if acc == 0:
             split = -1

@@ -86,6 +86,24 @@ def _split_lanes(prob):
                                qstrides=prob.qstrides[:-1] + ((sq * n, cq * n), (sq, cq)))
 
 
+def _slab_lanes(prob):
+    """L when the walk may convert a padded block's rows whole (see _convert.Convert): the
+    innermost node is its L lanes and the next its rows, dense on both sides with no scale
+    or comp index along them, and both sides hold every lane the walk reaches (f32 -> s8
+    nChw16c at C=19: the last block's 3 channels and 13 zeros); else 0."""
+    if len(prob.nodes) < 2:
+        return 0
+    (row, lane), qs = prob.nodes[-2:], prob.qstrides[-2:]
+    if not (lane.ss == lane.ds == 1 and lane.dim >= 0 and row.ss == row.ds == lane.extent
+            and row.dim < 0 and qs == ((0, 0), (0, 0))):
+        return 0
+    d = lane.dim
+    full = max(nd.extent * nd.weight for nd in prob.nodes if nd.dim == d)
+    if prob.src.padded_dims[d] < full or prob.dst.padded_dims[d] < full:
+        return 0
+    return lane.extent
+
+
 def _w4i16o4i_layout(prob, layout):
     """int8 weights whose lanes are `4i16o4i` over a src row [i16][S] per o (plain oihw-like
     sources): (outer nodes, their scale/comp strides, the kernel's parameters), or None.
@@ -226,7 +244,8 @@ class ConversionKernel(Kernel):
             # a contiguous run streams 2- and 4-byte outputs when they are large
             nt = prob.dst.dtype.itemsize in (2, 4) and prob.streams(stream_min_bytes)
             return _convert.Convert(*codes, nodes, checked, arith,
-                                    _split_node(prob.nodes, prob.qstrides), nt)
+                                    _split_node(prob.nodes, prob.qstrides), nt,
+                                    _slab_lanes(prob))
         chain, ib, outer, blk_dims = layout
         onodes = [prob.nodes[i] for i in outer]
         oq = [prob.qstrides[i] for i in outer]

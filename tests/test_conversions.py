@@ -258,6 +258,80 @@ def test_move_then_convert(sdt, ddt, dims, stag, dtag):
             check(src, dims, stag, dtag, sdt, ddt, threads=threads, **kw)
 
 
+# A padded block on an unchanged layout: the walk converts its rows whole, padding lanes
+# included, and zeroes those lanes after (Convert's `slab`). The source's padding holds
+# random bits here (NaN and infinities among them), so a padding lane that leaked into dst,
+# or a zeroing that missed one or touched a data lane, shows in the bytes.
+SLABS = [((2, 19, 5, 7), "aBcd16b", 16),      # a full block, then 3 of 16 lanes
+         ((1, 3, 4, 4), "aBcd16b", 16),       # only a partial block: the padded C=3 input
+         ((3, 1, 2, 3), "aBcd8b", 8),         # 1 of 8
+         ((2, 17, 3, 3), "aBcd4b", 4),        # rows of 4 lanes (short of a word for 1 byte)
+         ((40, 19), "aB16b", 32),             # both blocks fuse into rows of 32, 19 valid
+         ((2, 19, 0, 3), "aBcd16b", 0)]       # nothing to convert
+
+
+def _garbage_padding(values, dims, tag, dt, rng):
+    """`place` with the padding filled with random bits instead of zeros."""
+    buf = qr.place(values, dims, tag, dt)
+    noise = rng.integers(0, 256, buf.nbytes, dtype=np.uint8).view(buf.dtype)
+    data = np.zeros(buf.size, bool)
+    if math.prod(dims):
+        data[qr.offsets(dims, tag, qr.logical_grid(dims))] = True
+    return np.where(data, buf, noise)
+
+
+@pytest.mark.parametrize("dims,tag,lanes", SLABS,
+                         ids=[f"{t}-{'x'.join(map(str, d))}" for d, t, _ in SLABS])
+@pytest.mark.parametrize("sdt,ddt", PAIRS, ids=[f"{s}-{d}" for s, d in PAIRS])
+def test_padded_block_slabs(sdt, ddt, dims, tag, lanes, simd):
+    rng = np.random.default_rng(zlib.crc32(f"{sdt} {ddt} {tag} {dims}".encode()))
+    src = _garbage_padding(values_for(sdt, math.prod(dims), rng), dims, tag, sdt, rng)
+    p = ro.plan(tag, tag, dims=dims, src_dtype=sdt, dtype=ddt)
+    assert [r.slab for r in p.runners] == [lanes], p.explain()
+    settings = [{}]
+    if ddt in ("s8", "u8"):
+        settings.append({"dst_scales": 0.25, "dst_zero_point": 3})
+    if sdt in ("s8", "u8"):
+        settings.append({"src_scales": 0.5, "src_zero_point": -2})
+    if ddt in ("f32", "s32", "s8"):
+        settings.append({"sum_beta": 0.5})
+    for kw in settings:
+        for threads in (1, 2, 3):
+            check(src, dims, tag, tag, sdt, ddt, threads=threads, **kw)
+
+
+def test_padded_block_slabs_not_taken():
+    """Per-channel scales index the lanes, and a plain source strided like the block
+    (channel stride 1, pixels 16 apart) holds no padding lanes: both keep the per-run walk.
+    The kernel refuses a slab on nodes that are not a block's lanes and rows."""
+    dims = (2, 19, 5, 7)
+    sc = np.linspace(0.5, 2, 19, dtype=np.float32)
+    p = ro.plan("aBcd16b", "aBcd16b", dims=dims, dtype="s8", dst_scales=sc, dst_scale_mask=2)
+    assert [r.slab for r in p.runners] == [0]
+    rng = np.random.default_rng(5)
+    src = _garbage_padding(values_for("f32", math.prod(dims), rng), dims, "aBcd16b", "f32", rng)
+    check(src, dims, "aBcd16b", "aBcd16b", "f32", "s8", dst_scales=sc, dst_scale_mask=2)
+
+    base = np.full((1, 4, 4, 16), np.nan, np.float32)
+    base[..., :3] = rng.random((1, 4, 4, 3), np.float32) * 100
+    x = base[..., :3]                       # dims (1, 3, 4, 4), strides 256, 1, 64, 16
+    p = ro.plan(ro.Desc((1, 3, 4, 4), "f32", strides=(256, 1, 64, 16)), "aBcd16b", dtype="u8",
+                dst_scales=0.5)
+    assert [r.slab for r in p.runners] == [0], p.explain()
+    logical = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    exp, _, _ = qr.ref_reorder(logical.reshape(-1), logical.shape, "abcd", "aBcd16b",
+                               "f32", "u8", dst_scales=0.5)
+    np.testing.assert_array_equal(p(x).reshape(-1), exp)
+
+    nodes = np.array([[8, 16, 16, -1, 1, 0, 0], [16, 1, 1, 1, 1, 1, 0]], np.int64)
+    checked = np.array([[1, 3, 16]], np.int64)
+    with pytest.raises(ValueError, match="slab 16"):        # a scale index along the lanes
+        _convert.Convert(0, 4, nodes, checked, _convert.Arith(), -1, False, 16)
+    with pytest.raises(ValueError, match="slab 8"):         # lanes of 16, not 8
+        _convert.Convert(0, 4, nodes * [1, 1, 1, 1, 1, 0, 0], checked, _convert.Arith(), -1,
+                         False, 8)
+
+
 def test_unsupported_pairs_are_errors():
     x = np.zeros(4, np.float32)
     for s, d in UNSUPPORTED:

@@ -37,6 +37,7 @@ from cython.parallel cimport prange
 
 from reorder._omp cimport REORDER_OPENMP
 from reorder._nodes cimport (NodeList, Walk, MAX_NODES, MAX_DIMS, fill_nodes, outer_count,
+                             zero_lanes, SLAB_CHUNK,
                              walk_start, walk_bounds, walk_next, count_below)
 
 from reorder._cpu cimport cpu_feature_flags, reorder_cpu_detect
@@ -397,31 +398,6 @@ cdef inline void _walk_start_split(const NodeList* p, Walk* w, int64_t lo, int s
         w.coord[p.dim[split]] += base * p.w[split]
 
 
-cdef inline void _zero_lanes(char* d, int64_t rows, int64_t rowbytes, int64_t keep) noexcept nogil:
-    """Zero bytes [keep, rowbytes) of each of `rows` consecutive rows of rowbytes bytes: one
-    AND per 8-byte word that holds padding, for rows of at most 64 bytes."""
-    cdef uint8_t mb[64]
-    cdef uint64_t mask[8]
-    cdef uint64_t v
-    cdef int64_t r, k, k0 = keep // 8, nw = rowbytes // 8
-    if rowbytes % 8 or rowbytes > 64:
-        for r in range(rows):
-            memset(d + r * rowbytes + keep, 0, rowbytes - keep)
-        return
-    for k in range(rowbytes):
-        mb[k] = 0xFF if k < keep else 0
-    memcpy(mask, mb, rowbytes)
-    for r in range(rows):
-        for k in range(k0, nw):
-            memcpy(&v, d + r * rowbytes + k * 8, 8)
-            v = v & mask[k]
-            memcpy(d + r * rowbytes + k * 8, &v, 8)
-
-
-cdef enum:
-    SLAB_CHUNK = 8192   # dst bytes of a padded slab converted before its padding is zeroed
-
-
 cdef void _slab(const src_t* s, dst_t* d, const QCtx* c, const QCtx* cc, const Walk* w,
                 int64_t R, int64_t L, int64_t nvalid) noexcept nogil:
     """R rows of L lanes from walk position w, dense on both sides, as one run: every lane
@@ -439,7 +415,7 @@ cdef void _slab(const src_t* s, dst_t* d, const QCtx* c, const QCtx* cc, const W
     while r < R:
         m = R - r if R - r < step else step
         _run(s + w.so + r * L, d + w.do + r * L, m * L, 1, 1, cc, w.ko, 0, w.co, 0)
-        _zero_lanes(<char*>(d + w.do + r * L), m, L * sizeof(dst_t), nvalid * sizeof(dst_t))
+        zero_lanes(<char*>(d + w.do + r * L), m, L * sizeof(dst_t), nvalid * sizeof(dst_t))
         r += m
 
 

@@ -62,6 +62,7 @@ def data_address(a):
 
 
 from reorder._nodes cimport (NodeList, Walk, count_below, fill_nodes, outer_count, walk_start,
+                             zero_lanes, SLAB_CHUNK,
                              walk_bounds, walk_next)
 
 ctypedef fused word_t:
@@ -324,6 +325,24 @@ cdef class Transpose:
 
 cdef struct Rows:
     int64_t n, ss, ds, slice, piece
+    int slab                    # the run is a padded block's lanes, the rows dense (Walker)
+
+
+cdef void _slab_rows(const word_t* s, word_t* d, int64_t rows, int64_t L, int64_t nvalid,
+                     int nt) noexcept nogil:
+    """`rows` rows of L lanes, dense on both sides, nvalid of them data: one copy when every
+    lane is data, else chunks copied whole and their padding lanes zeroed in cache."""
+    cdef int64_t r = 0, m, step = SLAB_CHUNK // (L * <int64_t>sizeof(word_t))
+    if nvalid == L:
+        copy_bytes(d, s, rows * L * sizeof(word_t), nt)
+        return
+    if step < 1:
+        step = 1
+    while r < rows:
+        m = rows - r if rows - r < step else step
+        memcpy(d + r * L, s + r * L, m * L * sizeof(word_t))
+        zero_lanes(<char*>(d + r * L), m, L * sizeof(word_t), nvalid * sizeof(word_t))
+        r += m
 
 
 cdef void _walk_items(const word_t* src, word_t* dst, const NodeList* p, const Rows* R,
@@ -349,6 +368,10 @@ cdef void _walk_items(const word_t* src, word_t* dst, const NodeList* p, const R
                 v1 = k0
             r0 = rs * R.slice
             r1 = r0 + R.slice if r0 + R.slice < R.n else R.n
+            if R.slab and k0 == 0 and k1 == run and v1 > 0 and (v1 == run or not nt):
+                # (streamed stores keep the per-row path: the zeroing would read them back)
+                _slab_rows(src + w.so + r0 * R.ss, dst + w.do + r0 * R.ds, r1 - r0, run, v1, nt)
+                r1 = r0
             for r in range(r0, r1):
                 s = src + w.so + r * R.ss
                 d = dst + w.do + r * R.ds
@@ -398,6 +421,10 @@ cdef class Walker:
     rows     -- the row node looped inside a work item: (extent, src stride, dst stride,
                 rows per item, run elements per item)                            # IN
     nt       -- stream (non-temporal) stores for contiguous runs                 # IN
+    slab     -- the run is a padded block's lanes (strides 1, a checked dim) and the rows
+                its rows (strides = the run's extent): whole rows move as one copy, the
+                padding lanes zeroed after. The plan vouches that the source holds every
+                lane (its padding is read, never kept)                           # IN
     """
     cdef NodeList p
     cdef Rows R
@@ -405,13 +432,25 @@ cdef class Walker:
     cdef readonly bint nt       # streaming stores, as the plan decided
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
-                 const int64_t[::1] rows, bint nt):
+                 const int64_t[::1] rows, bint nt, bint slab=False):
+        cdef int last
         _check_itemsize(itemsize)
         fill_nodes(&self.p, nodes, checked)
         if rows.shape[0] != 5 or rows[0] < 1 or rows[3] < 1 or rows[4] < 1:
             raise ValueError("rows must be (extent >= 1, src stride, dst stride, slice >= 1, piece >= 1)")
         self.R.n, self.R.ss, self.R.ds, self.R.slice, self.R.piece = rows[0], rows[1], rows[2], rows[3], rows[4]
+        last = self.p.n - 1
+        if slab and not (self.p.ss[last] == 1 and self.p.ds[last] == 1 and self.p.dim[last] >= 0
+                         and rows[1] == rows[2] == self.p.ext[last]):
+            raise ValueError("slab: the run is not a padded block's lanes, or the rows are not "
+                             "dense on both sides")
+        self.R.slab = slab
         self.itemsize, self.nt = itemsize, nt
+
+    @property
+    def slab(self):
+        """True when padded blocks move a slab of whole rows at a time (see above)."""
+        return bool(self.R.slab)
 
     def run(self, uintptr_t src, uintptr_t dst, int nthreads, bint stream=True):
         """src, dst: addresses of logical element (0, ..., 0) of each side; stream=False

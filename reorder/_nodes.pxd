@@ -11,7 +11,8 @@
 #         walk_bounds(p, &w, &nvalid, &nwrite)   # copy [0, nvalid), zero [nvalid, nwrite)
 #         ... use w.so, w.do, w.ko, w.co ...
 #         walk_next(p, &w)
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.string cimport memcpy, memset
 
 cdef enum:
     MAX_NODES = 64
@@ -149,3 +150,31 @@ cdef inline int fill_nodes(NodeList* p, const int64_t[:, ::1] nodes,
         p.valid[p.checked[k]] = checked[k, 1]
         p.alloc[p.checked[k]] = checked[k, 2]
     return 0
+
+
+# A padded block's rows (the node before the run, dense on both sides) move a slab at a
+# time: the whole rows, padding lanes included, then the padding lanes zeroed, SLAB_CHUNK
+# bytes of dst at a time while they are in cache.
+cdef enum:
+    SLAB_CHUNK = 8192
+
+
+cdef inline void zero_lanes(char* d, int64_t rows, int64_t rowbytes, int64_t keep) noexcept nogil:
+    """Zero bytes [keep, rowbytes) of each of `rows` consecutive rows of rowbytes bytes: one
+    AND per 8-byte word that holds padding, for rows of at most 64 bytes."""
+    cdef uint8_t mb[64]
+    cdef uint64_t mask[8]
+    cdef uint64_t v
+    cdef int64_t r, k, k0 = keep // 8, nw = rowbytes // 8
+    if rowbytes % 8 or rowbytes > 64:
+        for r in range(rows):
+            memset(d + r * rowbytes + keep, 0, rowbytes - keep)
+        return
+    for k in range(rowbytes):
+        mb[k] = 0xFF if k < keep else 0
+    memcpy(mask, mb, rowbytes)
+    for r in range(rows):
+        for k in range(k0, nw):
+            memcpy(&v, d + r * rowbytes + k * 8, 8)
+            v = v & mask[k]
+            memcpy(d + r * rowbytes + k * 8, &v, 8)

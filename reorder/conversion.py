@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _convert
 from .attrs import scale_array, sum_factor, zero_point
-from .problem import Kernel, Node
+from .problem import Kernel, Node, slab_lanes
 
 __all__ = ["ConversionKernel", "arith_for", "call_values"]
 
@@ -84,24 +84,6 @@ def _split_lanes(prob):
     sq, cq = prob.qstrides[-1]
     return dataclasses.replace(prob, nodes=prob.nodes[:-1] + (outer, inner),
                                qstrides=prob.qstrides[:-1] + ((sq * n, cq * n), (sq, cq)))
-
-
-def _slab_lanes(prob):
-    """L when the walk may convert a padded block's rows whole (see _convert.Convert): the
-    innermost node is its L lanes and the next its rows, dense on both sides with no scale
-    or comp index along them, and both sides hold every lane the walk reaches (f32 -> s8
-    nChw16c at C=19: the last block's 3 channels and 13 zeros); else 0."""
-    if len(prob.nodes) < 2:
-        return 0
-    (row, lane), qs = prob.nodes[-2:], prob.qstrides[-2:]
-    if not (lane.ss == lane.ds == 1 and lane.dim >= 0 and row.ss == row.ds == lane.extent
-            and row.dim < 0 and qs == ((0, 0), (0, 0))):
-        return 0
-    d = lane.dim
-    full = max(nd.extent * nd.weight for nd in prob.nodes if nd.dim == d)
-    if prob.src.padded_dims[d] < full or prob.dst.padded_dims[d] < full:
-        return 0
-    return lane.extent
 
 
 def _w4i16o4i_layout(prob, layout):
@@ -245,7 +227,7 @@ class ConversionKernel(Kernel):
             nt = prob.dst.dtype.itemsize in (2, 4) and prob.streams(stream_min_bytes)
             return _convert.Convert(*codes, nodes, checked, arith,
                                     _split_node(prob.nodes, prob.qstrides), nt,
-                                    _slab_lanes(prob))
+                                    slab_lanes(prob))
         chain, ib, outer, blk_dims = layout
         onodes = [prob.nodes[i] for i in outer]
         oq = [prob.qstrides[i] for i in outer]

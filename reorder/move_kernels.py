@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _kernels
-from .problem import Kernel
+from .problem import Kernel, slab_lanes
 
 __all__ = ["CopyKernel", "BlockKernel", "TransposeKernel", "GenericKernel"]
 
@@ -69,7 +69,9 @@ def _walker(prob, nt):
     elif per > 1 and run * prob.itemsize >= (64 << 10):
         piece = _round_up(-(-run // per), 64 // prob.itemsize)
     rows = np.array([row[0], row[1], row[2], slice_, piece], dtype=np.int64)
-    return _kernels.Walker(prob.itemsize, _node_array(nodes), _checked_array(prob), rows, nt)
+    slab = ir == len(prob.nodes) - 2 and slab_lanes(prob) > 0
+    return _kernels.Walker(prob.itemsize, _node_array(nodes), _checked_array(prob), rows, nt,
+                           slab)
 
 
 class CopyKernel(Kernel):

@@ -14,7 +14,7 @@ PARALLEL_MIN_BYTES = 1 << 18
 # streaming (non-temporal) stores are used on one thread, half the last-level cache
 # (machine.py); a plan takes it as a parameter.
 __all__ = ["PARALLEL_MIN_BYTES", "STREAM_MIN_BYTES", "Node", "Problem", "Kernel",
-           "stream_threads"]
+           "stream_threads", "slab_lanes"]
 
 # On two threads the cached stores' line reads overlap: streaming pays from twice the
 # one-thread threshold of bytes moved, or once the destination alone reaches the threshold
@@ -68,6 +68,25 @@ class Problem:
         of their own (docs/performance.md). The runner's choice; a call on more threads may
         turn it off (stream_threads)."""
         return stream_threads(self.moved_bytes, stream_min_bytes) >= 1
+
+
+def slab_lanes(prob):
+    """L when a walk may move a padded block's rows whole, padding lanes included, and zero
+    those lanes after (nChw16c -> nChw16c at C=19: the last block's 3 channels and 13
+    zeros): the innermost node is the block's L lanes and the next its rows, dense on both
+    sides, with no scale or comp index along them, and both sides hold every lane the walk
+    reaches; else 0."""
+    if len(prob.nodes) < 2:
+        return 0
+    row, lane = prob.nodes[-2:]
+    if not (lane.ss == lane.ds == 1 and lane.dim >= 0 and row.ss == row.ds == lane.extent
+            and row.dim < 0 and prob.qstrides[-2:] in ((), ((0, 0), (0, 0)))):
+        return 0
+    d = lane.dim
+    full = max(nd.extent * nd.weight for nd in prob.nodes if nd.dim == d)
+    if prob.src.padded_dims[d] < full or prob.dst.padded_dims[d] < full:
+        return 0
+    return lane.extent
 
 
 class Kernel:

@@ -97,6 +97,52 @@ def test_block_rows_move_as_wide_elements(stag, dtag, dims, dtype, width):
     assert np.array_equal(uint_view(got), uint_view(expected))
 
 
+# A padded block on an unchanged layout (nChw16c -> nChw16c at C=19): the walker copies a
+# slab of whole rows, padding lanes included, and zeroes those lanes after. The source's
+# padding holds random bits and dst starts as 0x5A, so a leaked or missed padding lane, or
+# a zeroed data lane, shows in the bytes.
+SLAB_MOVES = [((2, 19, 5, 7), "aBcd16b"), ((1, 3, 4, 4), "aBcd16b"), ((3, 1, 2, 3), "aBcd8b"),
+              ((2, 17, 3, 3), "aBcd4b"), ((40, 19), "aB16b"), ((2, 19, 0, 3), "aBcd16b"),
+              ((2, 3, 2, 5, 5), "aBcde16b")]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("dims,tag", SLAB_MOVES, ids=[f"{t}-{'x'.join(map(str, d))}" for d, t in SLAB_MOVES])
+def test_padded_block_slabs(dims, tag, dtype):
+    rng = np.random.default_rng(len(dims) * 100 + dims[1])
+    dt = np.dtype(dtype)
+    src = ro.Desc(dims, dt.name, tag)
+    x = rng.integers(0, 256, src.nbytes, dtype=np.uint8).view(dt).reshape(src.physical_shape)
+    p = ro.plan(src, src)
+    assert p.kernel == "generic" and p.runners[0].slab == (0 not in dims), p.explain()
+    expected = ref_reorder(x.reshape(-1), dims, tag, tag).reshape(src.physical_shape)
+    for threads in (1, 2, 3):
+        out = np.full(src.nbytes, 0x5A, np.uint8).view(dt).reshape(src.physical_shape)
+        p(x, out=out, threads=threads)
+        assert np.array_equal(uint_view(out), uint_view(expected)), threads
+
+
+def test_padded_block_slab_refused():
+    """The walker refuses a slab whose run is not a padded block's lanes or whose rows are
+    not dense; a plain source strided like the block holds no padding lanes to read."""
+    nodes = np.array([[8, 16, 16, -1, 1], [16, 1, 1, 1, 1]], np.int64)
+    checked = np.array([[1, 3, 16]], np.int64)
+    _kernels.Walker(4, nodes[1:], checked, np.array([8, 16, 16, 8, 16], np.int64), False, True)
+    with pytest.raises(ValueError, match="slab"):
+        _kernels.Walker(4, nodes[1:], checked, np.array([8, 32, 16, 8, 16], np.int64), False, True)
+    with pytest.raises(ValueError, match="slab"):
+        _kernels.Walker(4, nodes[1:] * [1, 1, 1, 0, 1] - [0, 0, 0, 1, 0], checked,
+                        np.array([8, 16, 16, 8, 16], np.int64), False, True)
+    base = np.zeros((1, 4, 4, 16), np.float32)
+    p = ro.plan(ro.Desc((1, 3, 4, 4), "f32", strides=(256, 1, 64, 16)),
+                ro.Desc((1, 3, 4, 4), "f32", "aBcd16b"))
+    assert not any(getattr(r, "slab", False) for r in p.runners), p.explain()
+    x = base[..., :3]
+    x[...] = np.arange(48, dtype=np.float32).reshape(1, 4, 4, 3)
+    expected = ref_from_plain(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), "abcd", "aBcd16b")
+    assert np.array_equal(uint_view(p(x)), uint_view(expected))
+
+
 def test_padded_runs_do_not_move_as_wide_elements():
     padded = ro.plan(ro.Desc((2, 30, 5, 7), "f32", "nhwc"), ro.Desc((2, 30, 5, 7), "f32", "nChw16c"))
     assert "runs of" not in padded.explain()       # a padded run cannot move as a unit

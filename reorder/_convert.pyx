@@ -37,7 +37,7 @@ from cython.parallel cimport prange
 
 from reorder._omp cimport REORDER_OPENMP
 from reorder._nodes cimport (NodeList, Walk, MAX_NODES, MAX_DIMS, fill_nodes, outer_count,
-                             zero_lanes, SLAB_CHUNK,
+                             mask_lanes, SLAB_CHUNK,
                              walk_start, walk_bounds, walk_next, count_below)
 
 from reorder._cpu cimport cpu_feature_flags, reorder_cpu_detect
@@ -415,7 +415,8 @@ cdef void _slab(const src_t* s, dst_t* d, const QCtx* c, const QCtx* cc, const W
     while r < R:
         m = R - r if R - r < step else step
         _run(s + w.so + r * L, d + w.do + r * L, m * L, 1, 1, cc, w.ko, 0, w.co, 0)
-        zero_lanes(<char*>(d + w.do + r * L), m, L * sizeof(dst_t), nvalid * sizeof(dst_t))
+        mask_lanes(<char*>(d + w.do + r * L), <const char*>(d + w.do + r * L), m,
+                   L * sizeof(dst_t), nvalid * sizeof(dst_t))
         r += m
 
 

@@ -62,7 +62,7 @@ def data_address(a):
 
 
 from reorder._nodes cimport (NodeList, Walk, count_below, fill_nodes, outer_count, walk_start,
-                             zero_lanes, SLAB_CHUNK,
+                             mask_lanes,
                              walk_bounds, walk_next)
 
 ctypedef fused word_t:
@@ -331,18 +331,11 @@ cdef struct Rows:
 cdef void _slab_rows(const word_t* s, word_t* d, int64_t rows, int64_t L, int64_t nvalid,
                      int nt) noexcept nogil:
     """`rows` rows of L lanes, dense on both sides, nvalid of them data: one copy when every
-    lane is data, else chunks copied whole and their padding lanes zeroed in cache."""
-    cdef int64_t r = 0, m, step = SLAB_CHUNK // (L * <int64_t>sizeof(word_t))
+    lane is data, else one masked pass."""
     if nvalid == L:
         copy_bytes(d, s, rows * L * sizeof(word_t), nt)
-        return
-    if step < 1:
-        step = 1
-    while r < rows:
-        m = rows - r if rows - r < step else step
-        memcpy(d + r * L, s + r * L, m * L * sizeof(word_t))
-        zero_lanes(<char*>(d + r * L), m, L * sizeof(word_t), nvalid * sizeof(word_t))
-        r += m
+    else:
+        mask_lanes(<char*>d, <const char*>s, rows, L * sizeof(word_t), nvalid * sizeof(word_t))
 
 
 cdef void _walk_items(const word_t* src, word_t* dst, const NodeList* p, const Rows* R,

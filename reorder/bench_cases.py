@@ -14,6 +14,7 @@ MOVE_CASES = (
     ("nchw->nChw16c in cache", (1, 64, 112, 112), "nchw", "nChw16c"),
     ("nChw16c->nchw in cache", (1, 64, 112, 112), "nChw16c", "nchw"),
     ("nchw->nChw16c padded", (8, 3, 224, 224), "nchw", "nChw16c"),
+    ("nChw16c->nChw16c padded", (8, 19, 56, 56), "nChw16c", "nChw16c"),
     ("oihw->OIhw16i16o", (512, 512, 3, 3), "oihw", "OIhw16i16o"),
     ("OIhw16i16o->oihw", (512, 512, 3, 3), "OIhw16i16o", "oihw"),
     ("oihw->OIhw4i16o4i padded", (200, 120, 3, 3), "oihw", "OIhw4i16o4i"),

@@ -1016,11 +1016,13 @@ rq2_row_body_##SN##_##DN(const char* s, char* d, int64_t n, const float* ssc, in
         const float* dinv, int64_t dk, const rq_math_t* m, const int PURE) {                    \
     RQ2_FLAGS(PURE)                                                                             \
     __m256i acc = _mm256_setzero_si256();                                                       \
+    __m256i acc2[2];                 /* the s8 streaming store's (rows carry no sums) */        \
     const __m256 vs1 = _mm256_set1_ps(hs ? ssc[0] : 1.0f), vd1 = _mm256_set1_ps(hd ? dinv[0] : 1.0f); \
     int64_t j = 0;                                                                              \
-    /* streaming (large outputs, 2- and 4-byte elements): up to the first 64-byte boundary    \
+    acc2[0] = acc2[1] = acc;                                                                    \
+    /* streaming (large outputs of 1, 2 or 4 bytes): up to the first 64-byte boundary         \
        through the partial path, then 16 elements per step into aligned streaming stores */   \
-    if (m->nt && !hm && (DSIZE == 2 || DSIZE == 4) && n >= 64 && ((uintptr_t)d % DSIZE) == 0) { \
+    if (m->nt && !hm && DSIZE <= 4 && n >= 64 && ((uintptr_t)d % DSIZE) == 0) {                 \
         while (j < n && ((uintptr_t)(d + j * DSIZE) & 63)) {                                    \
             int64_t r = (int64_t)((64 - ((uintptr_t)(d + j * DSIZE) & 63)) / DSIZE);            \
             if (r > 8) r = 8;                                                                   \
@@ -1035,7 +1037,7 @@ rq2_row_body_##SN##_##DN(const char* s, char* d, int64_t n, const float* ssc, in
             if (hd && dk) { vd0 = _mm256_loadu_ps(dinv + j); vd_ = _mm256_loadu_ps(dinv + j + 8); } \
             __m256 x = RQ2_MATH(rq2_ld_##SN(s + j * SSIZE), vs0, vd0, DN, d);                   \
             __m256 y = RQ2_MATH(rq2_ld_##SN(s + (j + 8) * SSIZE), vs_, vd_, DN, d);             \
-            rq2_nt16_##DN(d + j * DSIZE, x, y, &acc);                                           \
+            rq2_nt16_##DN(d + j * DSIZE, x, y, acc2);                                           \
         }                                                                                       \
         _mm_sfence();                                                                           \
     }                                                                                           \
@@ -1096,6 +1098,52 @@ static const rq_row_fn rq2_rows[7][7] = {
 };
 
 /* ---- AVX-512 rows: 16 elements per vector, the loads and stores of the tiles ------------- */
+/* one line of 64 bytes from the vectors of 64 / DSIZE values (a streamed row) */
+#define RQ_NTL_f32 1
+#define RQ_NTL_s32 1
+#define RQ_NTL_f16 1
+#define RQ_NTL_bf16 1
+#define RQ_NTL_bf16hw 1
+#define RQ_NTL_s8 1
+#define RQ_NTL_u8 1
+#define RQ_NTL_f64 0
+#define RQ_LINE_f32(v) _mm512_castps_si512((v)[0])
+#define RQ_LINE_s32(v)                                                                          \
+    _mm512_cvt_roundps_epi32(_mm512_min_ps((v)[0], _mm512_set1_ps(2147483520.0f)), RQ_RNE)
+#define RQ_LINE_f16(v) RQ_PACK2_f16((v)[0], (v)[1])
+#define RQ_LINE_bf16(v) RQ_PACK2_bf16((v)[0], (v)[1])
+#define RQ_LINE_bf16hw(v) RQ_PACK2_bf16hw((v)[0], (v)[1])
+#define RQ_LINE_BYTES(ST, v)                                                                    \
+    _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(           \
+        RQ_CV8_##ST((v)[0])), RQ_CV8_##ST((v)[1]), 1), RQ_CV8_##ST((v)[2]), 2), RQ_CV8_##ST((v)[3]), 3)
+#define RQ_LINE_s8(v) RQ_LINE_BYTES(s8, v)
+#define RQ_LINE_u8(v) RQ_LINE_BYTES(u8, v)
+#define RQ_LINE_f64(v) _mm512_setzero_si512()
+/* RQ_TILE_OUT's arithmetic without the sum, as a value (streamed rows never read dst) */
+#define RQ5_VMATH(V) ({                                                                         \
+        __m512 v_ = (V);                                                                        \
+        if (hz) v_ = _mm512_sub_ps(v_, szp);                                                    \
+        if (hs) v_ = _mm512_mul_ps(v_, vs);                                                     \
+        if (hd) v_ = _mm512_mul_ps(v_, vd);                                                     \
+        if (hdz) v_ = _mm512_add_ps(v_, dzp);                                                   \
+        if (ha) v_ = _mm512_mul_ps(v_, adj);                                                    \
+        v_; })
+/* the r < 16 elements from j through buffers */
+#define RQ5_PART(SN, SSIZE, DN, DSIZE, ST, J, R)                                                \
+    do {                                                                                        \
+        const int64_t j_ = (J), r_ = (R);                                                       \
+        char sb[16 * SSIZE], db[16 * DSIZE];                                                    \
+        float fs[16], fd[16];                                                                   \
+        memset(sb, 0, sizeof(sb)); memset(db, 0, sizeof(db));                                   \
+        memset(fs, 0, sizeof(fs)); memset(fd, 0, sizeof(fd));                                   \
+        memcpy(sb, s + j_ * SSIZE, (size_t)r_ * SSIZE);                                         \
+        if (hm) memcpy(db, d + j_ * DSIZE, (size_t)r_ * DSIZE);                                 \
+        __m512 vs = vs1, vd = vd1;                                                              \
+        if (hs && sk) { memcpy(fs, ssc + j_, (size_t)r_ * 4); vs = _mm512_loadu_ps(fs); }       \
+        if (hd && dk) { memcpy(fd, dinv + j_, (size_t)r_ * 4); vd = _mm512_loadu_ps(fd); }       \
+        RQ_TILE_OUT(DN, ST, rq_ld_##SN(sb, 0xffff), db);                                        \
+        memcpy(d + j_ * DSIZE, db, (size_t)r_ * DSIZE);                                         \
+    } while (0)
 #define RQ5_ROW(SN, SSIZE, DN, DSIZE, TGT, ST)                                                  \
 TGT static inline __attribute__((always_inline)) void                                          \
 rq5_row_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, int64_t sk,       \
@@ -1108,26 +1156,37 @@ rq5_row_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, in
     __m512i vacc = _mm512_setzero_si512();                                                      \
     const __m512 vs1 = _mm512_set1_ps(hs ? ssc[0] : 1.0f), vd1 = _mm512_set1_ps(hd ? dinv[0] : 1.0f); \
     int64_t j = 0;                                                                              \
+    /* streaming (large outputs): up to the first 64-byte boundary through buffers, then      \
+       whole lines of 64 / DSIZE elements into aligned streaming stores */                    \
+    if (RQ_NTL_##ST && m->nt && !hm && n >= 128 && ((uintptr_t)d % DSIZE) == 0) {              \
+        while (j < n && ((uintptr_t)(d + j * DSIZE) & 63)) {                                    \
+            int64_t r = (int64_t)((64 - ((uintptr_t)(d + j * DSIZE) & 63)) / DSIZE);            \
+            if (r > 16) r = 16;                                                                 \
+            if (r > n - j) r = n - j;                                                           \
+            RQ5_PART(SN, SSIZE, DN, DSIZE, ST, j, r);                                           \
+            j += r;                                                                             \
+        }                                                                                       \
+        for (; j + 64 / DSIZE <= n; j += 64 / DSIZE) {                                          \
+            __m512 v4[4];                                                                       \
+            _Pragma("GCC unroll 4")                                                             \
+            for (int u = 0; u < 4; u++) {                                                       \
+                if (u >= 64 / DSIZE / 16) break;                                                \
+                __m512 vs = vs1, vd = vd1;                                                      \
+                if (hs && sk) vs = _mm512_loadu_ps(ssc + j + 16 * u);                           \
+                if (hd && dk) vd = _mm512_loadu_ps(dinv + j + 16 * u);                          \
+                v4[u] = RQ5_VMATH(rq_ld_##SN(s + (j + 16 * u) * SSIZE, 0xffff));                \
+            }                                                                                   \
+            _mm512_stream_si512((__m512i*)(d + j * DSIZE), RQ_LINE_##ST(v4));                   \
+        }                                                                                       \
+        _mm_sfence();                                                                           \
+    }                                                                                           \
     for (; j + 16 <= n; j += 16) {                                                              \
         __m512 vs = vs1, vd = vd1;                                                              \
         if (hs && sk) vs = _mm512_loadu_ps(ssc + j);                                            \
         if (hd && dk) vd = _mm512_loadu_ps(dinv + j);                                           \
         RQ_TILE_OUT(DN, ST, rq_ld_##SN(s + j * SSIZE, 0xffff), d + j * DSIZE);                  \
     }                                                                                           \
-    if (j < n) {                                                                                \
-        const int64_t r = n - j;                                                                \
-        char sb[16 * SSIZE], db[16 * DSIZE];                                                    \
-        float fs[16], fd[16];                                                                   \
-        memset(sb, 0, sizeof(sb)); memset(db, 0, sizeof(db));                                   \
-        memset(fs, 0, sizeof(fs)); memset(fd, 0, sizeof(fd));                                   \
-        memcpy(sb, s + j * SSIZE, (size_t)r * SSIZE);                                           \
-        if (hm) memcpy(db, d + j * DSIZE, (size_t)r * DSIZE);                                   \
-        __m512 vs = vs1, vd = vd1;                                                              \
-        if (hs && sk) { memcpy(fs, ssc + j, (size_t)r * 4); vs = _mm512_loadu_ps(fs); }         \
-        if (hd && dk) { memcpy(fd, dinv + j, (size_t)r * 4); vd = _mm512_loadu_ps(fd); }         \
-        RQ_TILE_OUT(DN, ST, rq_ld_##SN(sb, 0xffff), db);                                        \
-        memcpy(d + j * DSIZE, db, (size_t)r * DSIZE);                                           \
-    }                                                                                           \
+    if (j < n) RQ5_PART(SN, SSIZE, DN, DSIZE, ST, j, n - j);                                    \
     (void)vacc;                                                                                 \
 }                                                                                               \
 TGT static void rq5_row_##SN##_##ST(const void* s, void* d, int64_t n, const float* ssc,        \

@@ -223,8 +223,11 @@ class ConversionKernel(Kernel):
         if layout is None:
             rows = [tuple(nd) + tuple(q) for nd, q in zip(prob.nodes, prob.qstrides)]
             nodes = np.array(rows, dtype=np.int64).reshape(-1, 7)
-            # a contiguous run streams 2- and 4-byte outputs when they are large
-            nt = prob.dst.dtype.itemsize in (2, 4) and prob.streams(stream_min_bytes)
+            # a contiguous run streams 1-, 2- and 4-byte outputs when they are large, unless
+            # they are wider than the input: those stay cached (docs/performance.md)
+            dsize = prob.dst.dtype.itemsize
+            nt = dsize in (1, 2, 4) and dsize <= prob.src.dtype.itemsize \
+                and prob.streams(stream_min_bytes)
             return _convert.Convert(*codes, nodes, checked, arith,
                                     _split_node(prob.nodes, prob.qstrides), nt,
                                     slab_lanes(prob))

@@ -14,6 +14,7 @@ import pytest
 
 import reorder as ro
 from reorder import _convert, planner
+from reorder.attrs import make_attrs
 from reorder.plan_cache import cached_plan
 from reorder.plans import _steps
 import quant_reference as qr
@@ -831,6 +832,37 @@ def test_streaming_stores_large_half_outputs(ddt, simd):
         got = check(x.reshape(-1), x.shape, "abcd", "aBcd16b", "f32", ddt, threads=threads,
                     src_scales=0.5)
         assert got.shape == exp.shape
+
+
+ROW_STREAMS = [("f32", "s8", {"dst_scales": 0.25, "dst_zero_point": -3}),
+               ("f32", "u8", {"dst_scales": 0.25, "dst_zero_point": 100}),
+               ("f32", "bf16", {}), ("f32", "f16", {}), ("f64", "f32", {}),
+               ("f32", "s32", {"dst_scales": 1e-3}), ("f32", "f32", {"src_scales": 3.0}),
+               ("f16", "u8", {})]
+
+
+@pytest.mark.parametrize("sdt,ddt,kw", ROW_STREAMS, ids=[f"{s}-{d}" for s, d, _ in ROW_STREAMS])
+def test_streamed_rows(sdt, ddt, kw, simd):
+    """A plain conversion with its stores streamed (threshold 0): runs shorter than the
+    streamed loop, an unaligned head up to the first 64-byte line of dst (outputs offset by
+    0, 1 and 5 elements), whole lines, and a tail, against the reference."""
+    rng = np.random.default_rng(zlib.crc32(f"{sdt} {ddt}".encode()))
+    for n in (37, 127, 128, 1000, 4099):
+        src = values_for(sdt, n, rng)
+        p = cached_plan(ro.Desc((n,), sdt, "a"), ro.Desc((n,), ddt, "a"), None,
+                        make_attrs(**kw) if kw else None, 0)
+        assert type(p.runners[0]).__name__ == "Convert" and p.runners[0].nt, p.explain()
+        exp, _, _ = qr.ref_reorder(src, (n,), "a", "a", sdt, ddt, **{
+            {"src_scales": "src_scales", "dst_scales": "dst_scales", "dst_zero_point": "dst_zp"}[k]: v
+            for k, v in kw.items()})
+        for off in (0, 1, 5):
+            store = np.empty(n + off + 3, qr.NUMPY[ddt])
+            store.view(np.uint8)[...] = 0x5A                # guards either side of out
+            out = store[off:off + n]
+            p(src, out=out)
+            np.testing.assert_array_equal(bits(out), bits(exp))
+            guards = np.concatenate([store[:off].view(np.uint8), store[off + n:].view(np.uint8)])
+            assert (guards == 0x5A).all()
 
 
 def test_tile_scratch_allocation_failure_raises_memory_error():

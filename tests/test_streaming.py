@@ -28,6 +28,11 @@ FAMILIES = [
     # a plain conversion: one contiguous run, streamed after an unaligned head
     ("conversion rows", "abcd", "abcd", (2, 35, 5, 19), ("f32", "bf16"), "convert", "Convert",
      True),
+    ("conversion rows, s8", "abcd", "abcd", (2, 35, 5, 19), ("f32", "s8"), "convert", "Convert",
+     True),
+    # an output wider than its input stays cached (docs/performance.md)
+    ("conversion rows, widening", "abcd", "abcd", (2, 35, 5, 19), ("s8", "f32"), "convert",
+     "Convert", False),
     # the int8 weight kernel has no streaming stores: forcing them changes nothing
     ("int8 weight kernel", "abcd", "ABcd4b16a4b", (35, 21, 3, 3), ("f32", "s8"), "convert",
      "ConvertW4i16o4i", False),

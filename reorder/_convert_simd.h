@@ -1113,11 +1113,30 @@ static const rq_row_fn rq2_rows[7][7] = {
 #define RQ_LINE_f16(v) RQ_PACK2_f16((v)[0], (v)[1])
 #define RQ_LINE_bf16(v) RQ_PACK2_bf16((v)[0], (v)[1])
 #define RQ_LINE_bf16hw(v) RQ_PACK2_bf16hw((v)[0], (v)[1])
-#define RQ_LINE_BYTES(ST, v)                                                                    \
-    _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(           \
-        RQ_CV8_##ST((v)[0])), RQ_CV8_##ST((v)[1]), 1), RQ_CV8_##ST((v)[2]), 2), RQ_CV8_##ST((v)[3]), 3)
-#define RQ_LINE_s8(v) RQ_LINE_BYTES(s8, v)
-#define RQ_LINE_u8(v) RQ_LINE_BYTES(u8, v)
+/* 4 x 16 values -> 64 bytes: rq_cv8_s8 / rq_cv8_u8's clamps on the floats, then the
+   saturating packs, which clamp the int32 as their max / truncation would, and one dword
+   permute that undoes the packs' interleave of 128-bit lanes */
+RQ_TGT static inline __m512i rq_unpack_lanes(__m512i x) {
+    return _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), x);
+}
+RQ_TGT static inline __m512i rq_line8_s8(const __m512 v[4]) {
+    const __m512 hi = _mm512_set1_ps(127.0f);                     /* NaN -> 127 */
+    __m512i q[4];
+    for (int u = 0; u < 4; u++) q[u] = _mm512_cvt_roundps_epi32(_mm512_min_ps(v[u], hi), RQ_RNE);
+    return rq_unpack_lanes(_mm512_packs_epi16(_mm512_packs_epi32(q[0], q[1]),
+                                              _mm512_packs_epi32(q[2], q[3])));
+}
+RQ_TGT static inline __m512i rq_line8_u8(const __m512 v[4]) {
+    const __m512 hi = _mm512_set1_ps(255.0f), lo = _mm512_setzero_ps();   /* NaN -> 0 */
+    __m512i q[4];
+    for (int u = 0; u < 4; u++)
+        q[u] = _mm512_cvt_roundps_epi32(_mm512_min_ps(_mm512_max_ps(v[u], lo), hi), RQ_RNE);
+    return rq_unpack_lanes(_mm512_packus_epi16(_mm512_packus_epi32(q[0], q[1]),
+                                               _mm512_packus_epi32(q[2], q[3])));
+}
+#define RQ_LINE_s8(v) rq_line8_s8(v)
+#define RQ_LINE_u8(v) rq_line8_u8(v)
 #define RQ_LINE_f64(v) _mm512_setzero_si512()
 /* RQ_TILE_OUT's arithmetic without the sum, as a value (streamed rows never read dst) */
 #define RQ5_VMATH(V) ({                                                                         \

@@ -847,8 +847,13 @@ def test_streamed_rows(sdt, ddt, kw, simd):
     streamed loop, an unaligned head up to the first 64-byte line of dst (outputs offset by
     0, 1 and 5 elements), whole lines, and a tail, against the reference."""
     rng = np.random.default_rng(zlib.crc32(f"{sdt} {ddt}".encode()))
+    special = np.array([np.nan, np.inf, -np.inf, 1e10, -1e10, 127.5, -128.5, 255.5, -0.0,
+                        0.5, 2.5, -2.5, 65504, 3e38], np.float64)
     for n in (37, 127, 128, 1000, 4099):
         src = values_for(sdt, n, rng)
+        if sdt in ("f32", "f64"):         # the clamps, NaN and ties in every line position
+            k = np.arange(0, n, 7)
+            src[k] = special[k % special.size].astype(src.dtype)
         p = cached_plan(ro.Desc((n,), sdt, "a"), ro.Desc((n,), ddt, "a"), None,
                         make_attrs(**kw) if kw else None, 0)
         assert type(p.runners[0]).__name__ == "Convert" and p.runners[0].nt, p.explain()

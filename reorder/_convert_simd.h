@@ -1138,15 +1138,6 @@ RQ_TGT static inline __m512i rq_line8_u8(const __m512 v[4]) {
 #define RQ_LINE_s8(v) rq_line8_s8(v)
 #define RQ_LINE_u8(v) rq_line8_u8(v)
 #define RQ_LINE_f64(v) _mm512_setzero_si512()
-/* RQ_TILE_OUT's arithmetic without the sum, as a value (streamed rows never read dst) */
-#define RQ5_VMATH(V) ({                                                                         \
-        __m512 v_ = (V);                                                                        \
-        if (hz) v_ = _mm512_sub_ps(v_, szp);                                                    \
-        if (hs) v_ = _mm512_mul_ps(v_, vs);                                                     \
-        if (hd) v_ = _mm512_mul_ps(v_, vd);                                                     \
-        if (hdz) v_ = _mm512_add_ps(v_, dzp);                                                   \
-        if (ha) v_ = _mm512_mul_ps(v_, adj);                                                    \
-        v_; })
 /* the r < 16 elements from j through buffers */
 #define RQ5_PART(SN, SSIZE, DN, DSIZE, ST, J, R)                                                \
     do {                                                                                        \
@@ -1176,7 +1167,8 @@ rq5_row_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, in
     const __m512 vs1 = _mm512_set1_ps(hs ? ssc[0] : 1.0f), vd1 = _mm512_set1_ps(hd ? dinv[0] : 1.0f); \
     int64_t j = 0;                                                                              \
     /* streaming (large outputs): up to the first 64-byte boundary through buffers, then      \
-       whole lines of 64 / DSIZE elements into aligned streaming stores */                    \
+       whole lines of 64 / DSIZE elements into aligned streaming stores (no sum: dst is     \
+       never read) */                                                                     \
     if (RQ_NTL_##ST && m->nt && !hm && n >= 128 && ((uintptr_t)d % DSIZE) == 0) {              \
         while (j < n && ((uintptr_t)(d + j * DSIZE) & 63)) {                                    \
             int64_t r = (int64_t)((64 - ((uintptr_t)(d + j * DSIZE) & 63)) / DSIZE);            \
@@ -1193,7 +1185,7 @@ rq5_row_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, in
                 __m512 vs = vs1, vd = vd1;                                                      \
                 if (hs && sk) vs = _mm512_loadu_ps(ssc + j + 16 * u);                           \
                 if (hd && dk) vd = _mm512_loadu_ps(dinv + j + 16 * u);                          \
-                v4[u] = RQ5_VMATH(rq_ld_##SN(s + (j + 16 * u) * SSIZE, 0xffff));                \
+                v4[u] = RQ_TILE_MATH(rq_ld_##SN(s + (j + 16 * u) * SSIZE, 0xffff));                \
             }                                                                                   \
             _mm512_stream_si512((__m512i*)(d + j * DSIZE), RQ_LINE_##ST(v4));                   \
         }                                                                                       \

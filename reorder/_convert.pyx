@@ -959,9 +959,10 @@ cdef class Convert:
                        that carries a comp index), or -1 (then one thread does it)
     slab            -- L > 0: the innermost node is L lanes of a padded block (strides 1,
                        a checked dim) and the next its rows (strides L, unchecked), with no
-                       scale or comp index along either; the walk converts whole rows of
-                       rows in one run and zeroes the padding lanes after. The plan vouches
-                       that the source holds every lane (its padding is read, never used)
+                       scale or comp index along either; the walk converts a slab of
+                       whole rows in one run and zeroes the padding lanes after. The plan
+                       vouches that the source holds every lane (its padding is read, never
+                       kept)
     """
     cdef NodeList p
     cdef QCtx c

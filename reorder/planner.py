@@ -45,11 +45,14 @@ _WALK_MIN_RUN = 64
 
 def _walk_run(step):
     """For a conversion on the element walk, the elements its innermost node runs contiguous
-    on both sides (0: strided on one side); None for any other runner."""
+    on both sides (0: strided on one side), or a whole slab of a padded block's rows where
+    the walk takes those (Convert.slab); None for any other runner."""
     if type(step.runner) is not _convert.Convert or not step.problem.nodes:
         return None
-    last = step.problem.nodes[-1]
-    return last.extent if last.ss == 1 and last.ds == 1 else 0
+    nodes = step.problem.nodes
+    if step.runner.slab:
+        return nodes[-1].extent * nodes[-2].extent
+    return nodes[-1].extent if nodes[-1].ss == 1 and nodes[-1].ds == 1 else 0
 
 
 def _slow_walk(step):

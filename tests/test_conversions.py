@@ -200,7 +200,8 @@ LAYOUTS = [
     ((2, 24, 3, 37), "abcd", "acdb"),          # a transpose: full and partial lane groups
                                                # and chunks, dst rows not 16 apart (tile)
     ((20, 10, 3, 3), "abcd", "ABcd4b16a4b"),   # conv weights, padded O and I (tile)
-    ((3, 17, 4, 4), "acdb", "aBcd8b"),         # strided src run (walk)
+    ((3, 17, 4, 4), "acdb", "aBcd8b"),         # runs of 8 lanes (the walk, or a move into
+                                               # aBcd8b and slabs there)
     ((33,), "a", "a"),                          # 1-D (walk)
 ]
 
@@ -227,7 +228,8 @@ def test_pairs(sdt, ddt, dims, stag, dtag, simd, walk):
     got = check(src, dims, stag, dtag, sdt, ddt)
     assert got.shape == ref_physical_shape(dims, dtag)
     kernel = ro.plan(stag, dtag, dims=dims, src_dtype=sdt, dtype=ddt).kernel
-    assert kernel == "convert" if walk else kernel in ("convert", "transpose+convert"), kernel
+    assert kernel == "convert" if walk else kernel in ("convert", "transpose+convert",
+                                                       "generic+convert"), kernel
 
 
 # Conversions across layouts that the tiles do not take (fewer than 16 or not a multiple of
@@ -301,9 +303,29 @@ def test_padded_block_slabs(sdt, ddt, dims, tag, lanes, simd):
             check(src, dims, tag, tag, sdt, ddt, threads=threads, **kw)
 
 
+@pytest.mark.parametrize("stag", ["acdb", "aBcd8b"])
+def test_padded_block_slab_after_a_move(stag):
+    """nhwc (or nChw8c) -> nChw16c at C=19 with a conversion: the walk would run 16 lanes at
+    a time (or 8), so the planner moves into nChw16c first and the conversion takes slabs
+    there; per-channel scales index the lanes, so no slab is taken. All against the
+    reference."""
+    dims = (2, 19, 5, 7)
+    rng = np.random.default_rng(3)
+    src = qr.place(values_for("f32", math.prod(dims), rng), dims, stag, "f32")
+    sc = np.linspace(0.5, 2, 19, dtype=np.float32)
+    for kw, slab in (({"dst_scales": 0.25, "dst_zero_point": 3}, 16), ({}, 16),
+                     ({"dst_scales": sc, "dst_scale_mask": 2}, 0)):
+        p = ro.plan(stag, "aBcd16b", dims=dims, dtype="u8", **kw)
+        assert getattr(p.runners[-1], "slab", 0) == slab, p.explain()
+        assert p.kernel.endswith("+convert") or not slab, p.explain()
+        for threads in (1, 2):
+            check(src, dims, stag, "aBcd16b", "f32", "u8", threads=threads, **kw)
+
+
 def test_padded_block_slabs_not_taken():
     """Per-channel scales index the lanes, and a plain source strided like the block
-    (channel stride 1, pixels 16 apart) holds no padding lanes: both keep the per-run walk.
+    (channel stride 1, pixels 16 apart) holds no padding lanes: neither is read a slab at a
+    time (the strided source moves into nChw16c first, and the slabs read that).
     The kernel refuses a slab on nodes that are not a block's lanes and rows."""
     dims = (2, 19, 5, 7)
     sc = np.linspace(0.5, 2, 19, dtype=np.float32)
@@ -318,7 +340,7 @@ def test_padded_block_slabs_not_taken():
     x = base[..., :3]                       # dims (1, 3, 4, 4), strides 256, 1, 64, 16
     p = ro.plan(ro.Desc((1, 3, 4, 4), "f32", strides=(256, 1, 64, 16)), "aBcd16b", dtype="u8",
                 dst_scales=0.5)
-    assert [r.slab for r in p.runners] == [0], p.explain()
+    assert not p.runners[0].slab, p.explain()      # the step that reads x
     logical = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
     exp, _, _ = qr.ref_reorder(logical.reshape(-1), logical.shape, "abcd", "aBcd16b",
                                "f32", "u8", dst_scales=0.5)

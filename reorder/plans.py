@@ -37,6 +37,13 @@ class Plan:
     """
 
     def __init__(self, src, dst, threads=None, attrs=None, stream_min_bytes=STREAM_MIN_BYTES):
+        if dst.offset0 or not dst.is_c_contiguous:
+            # the kernels write dst's strides into the output array, which (plan.empty(),
+            # out=) is C-contiguous: any other dst would be written past it
+            raise ReorderError(f"the destination must be C-contiguous in its physical axes "
+                               f"from offset 0, as output arrays are; {dst!r} has strides "
+                               f"{dst.physical_strides} and offset0={dst.offset0}. Reorder into "
+                               f"a dense layout, then copy into the strided buffer")
         self.src, self.dst, self.threads, self.attrs = src, dst, threads, attrs
         self.stream_min_bytes = stream_min_bytes
         # `sum` adds beta * the old destination, which the caller must pass as out=

@@ -156,6 +156,18 @@ def test_out_wrong_shape_plain():
     _expect_error(lambda: reorder.reorder(x, "nchw", "nhwc", out=out), r"shape", x, out)
 
 
+def test_strided_destination_is_refused():
+    """Outputs are C-contiguous arrays of dst's physical shape, so a destination with gaps,
+    reversed axes or an offset would be written past them (a gapped one was): the plan
+    refuses it and says why."""
+    dims = (2, 48, 3, 5)
+    for dst in (reorder.Desc(dims, "s8", strides=(15 * 64, 1, 5 * 64, 64)),
+                reorder.Desc(dims, "s8", strides=(720, 1, 240, 48), offset0=16),
+                reorder.Desc(dims, "s8", strides=(720, -1, 240, 48))):
+        with pytest.raises(reorder.ReorderError, match="destination must"):
+            reorder.plan(reorder.Desc(dims, "s8", "nChw16c"), dst)
+
+
 @pytest.mark.parametrize("make", [
     lambda: np.asfortranarray(_sentinel((2, 2, 3, 5, 16))),
     lambda: _sentinel((2, 4, 3, 5, 16))[:, ::2],

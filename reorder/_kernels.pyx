@@ -61,8 +61,8 @@ def data_address(a):
     return p
 
 
-from reorder._nodes cimport (NodeList, Walk, count_below, fill_nodes, outer_count, walk_start,
-                             mask_lanes,
+from reorder._nodes cimport (MAX_DIMS, NodeList, Walk, count_below, fill_nodes, outer_count,
+                             walk_start, mask_lanes,
                              walk_bounds, walk_next)
 
 ctypedef fused word_t:
@@ -99,6 +99,8 @@ cdef extern from "_simd.h" nogil:
     void tile_t4(const uint32_t*, const arows_t*, int64_t, uint32_t*, const rows_t*, int64_t, int64_t, int64_t, int)
     void tile_t8(const uint64_t*, const arows_t*, int64_t, uint64_t*, const rows_t*, int64_t, int64_t, int64_t, int)
     void copy_bytes(void*, const void*, int64_t, int)
+    void copy_grid(char*, const char*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int)
+    void copy_part(char*, const char*, int64_t, int64_t, int64_t, int64_t, int64_t)
     ctypedef struct w16_t:
         pass
     ctypedef struct w32_t:
@@ -326,6 +328,10 @@ cdef class Transpose:
 cdef struct Rows:
     int64_t n, ss, ds, slice, piece
     int slab                    # the run is a padded block's lanes, the rows dense (Walker)
+    # the cross node, looped whole inside each row (extent 1 when absent); cdim >= 0 when
+    # its positions are bounds-checked along that dim, cw apart
+    int64_t cn, css, cds, cw
+    int cdim
 
 
 cdef void _slab_rows(const word_t* s, word_t* d, int64_t rows, int64_t L, int64_t nvalid,
@@ -336,6 +342,38 @@ cdef void _slab_rows(const word_t* s, word_t* d, int64_t rows, int64_t L, int64_
         copy_bytes(d, s, rows * L * sizeof(word_t), nt)
     else:
         mask_lanes(<char*>d, <const char*>s, rows, L * sizeof(word_t), nvalid * sizeof(word_t))
+
+
+cdef inline void _cross_bounds(const NodeList* p, Walk* w, const Rows* R, int64_t c,
+                              int64_t* nvalid, int64_t* nwrite) noexcept nogil:
+    """walk_bounds for column c of the cross node."""
+    if R.cdim >= 0:
+        w.coord[R.cdim] += c * R.cw
+    walk_bounds(p, w, nvalid, nwrite)
+    if R.cdim >= 0:
+        w.coord[R.cdim] -= c * R.cw
+
+
+cdef void _grid_rows(const word_t* s, word_t* d, const NodeList* p, Walk* w, const Rows* R,
+                     int64_t nr, int nt) noexcept nogil:
+    """nr rows x the whole cross node of short runs, contiguous on both sides: the columns
+    whose runs are all data as one grid of fixed-size copies, then the padded ones."""
+    cdef int64_t run = p.ext[p.n - 1], c, full = 0, nvalid, nwrite
+    # positions grow along the cross node, so the all-data columns come first
+    while full < R.cn:
+        _cross_bounds(p, w, R, full, &nvalid, &nwrite)
+        if nvalid != run:
+            break
+        full += 1
+    if full > 0:
+        copy_grid(<char*>d, <const char*>s, nr, R.ss * sizeof(word_t), R.ds * sizeof(word_t),
+                  full, R.css * sizeof(word_t), R.cds * sizeof(word_t), run * sizeof(word_t), nt)
+    for c in range(full, R.cn):
+        _cross_bounds(p, w, R, c, &nvalid, &nwrite)
+        if nwrite > 0:
+            copy_part(<char*>(d + c * R.cds), <const char*>(s + c * R.css), nr,
+                      R.ss * sizeof(word_t), R.ds * sizeof(word_t), nvalid * sizeof(word_t),
+                      nwrite * sizeof(word_t))
 
 
 cdef void _walk_items(const word_t* src, word_t* dst, const NodeList* p, const Rows* R,
@@ -361,6 +399,9 @@ cdef void _walk_items(const word_t* src, word_t* dst, const NodeList* p, const R
                 v1 = k0
             r0 = rs * R.slice
             r1 = r0 + R.slice if r0 + R.slice < R.n else R.n
+            if R.cn > 1:
+                _grid_rows(src + w.so + r0 * R.ss, dst + w.do + r0 * R.ds, p, &w, R, r1 - r0, nt)
+                r1 = r0
             if R.slab and k0 == 0 and k1 == run and v1 > 0 and (v1 == run or not nt):
                 # (streamed stores keep the per-row path: the zeroing would read them back)
                 _slab_rows(src + w.so + r0 * R.ss, dst + w.do + r0 * R.ds, r1 - r0, run, v1, nt)
@@ -396,7 +437,7 @@ cdef void _walk(const word_t* src, word_t* dst, const NodeList* p, const Rows* R
     cdef int64_t items = outer_count(p) * ((R.n + R.slice - 1) // R.slice) \
         * ((p.ext[p.n - 1] + R.piece - 1) // R.piece)
     cdef int t, nchunks = nthreads if items >= nthreads else <int>items
-    if items == 0 or p.ext[p.n - 1] == 0:
+    if items == 0 or p.ext[p.n - 1] == 0 or R.cn == 0:
         return
     if nchunks <= 1:
         _walk_items(src, dst, p, R, 0, items, nt)
@@ -418,6 +459,11 @@ cdef class Walker:
                 its rows (strides = the run's extent): whole rows move as one copy, the
                 padding lanes zeroed after. The plan vouches that the source holds every
                 lane (its padding is read, never kept)                           # IN
+    cross    -- None, or a node (extent, src stride, dst stride, dim or -1, weight) looped
+                whole inside each row, for short runs contiguous on both sides: nhwc ->
+                nChw16c loops the pixels as rows and a pixel's channel blocks across them,
+                so every item copies a grid of fixed-size runs. Positions must grow along
+                it (weight >= 1)                                                 # IN
     """
     cdef NodeList p
     cdef Rows R
@@ -425,8 +471,9 @@ cdef class Walker:
     cdef readonly bint nt       # streaming stores, as the plan decided
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
-                 const int64_t[::1] rows, bint nt, bint slab=False):
+                 const int64_t[::1] rows, bint nt, bint slab=False, cross=None):
         cdef int last
+        cdef int64_t[::1] cr
         _check_itemsize(itemsize)
         fill_nodes(&self.p, nodes, checked)
         if rows.shape[0] != 5 or rows[0] < 1 or rows[3] < 1 or rows[4] < 1:
@@ -438,12 +485,27 @@ cdef class Walker:
             raise ValueError("slab: the run is not a padded block's lanes, or the rows are not "
                              "dense on both sides")
         self.R.slab = slab
+        self.R.cn, self.R.css, self.R.cds, self.R.cdim, self.R.cw = 1, 0, 0, -1, 1
+        if cross is not None:
+            cr = np.ascontiguousarray(cross, dtype=np.int64)
+            if cr.shape[0] != 5 or cr[0] < 0 or not -1 <= cr[3] < MAX_DIMS or cr[4] < 1:
+                raise ValueError("cross must be (extent >= 0, src stride, dst stride, dim or -1, "
+                                 "weight >= 1)")
+            if slab or not (self.p.ss[last] == 1 and self.p.ds[last] == 1):
+                raise ValueError("cross: the run is not contiguous on both sides, or a slab "
+                                 "was asked too")
+            self.R.cn, self.R.css, self.R.cds, self.R.cdim, self.R.cw = cr[0], cr[1], cr[2], cr[3], cr[4]
         self.itemsize, self.nt = itemsize, nt
 
     @property
     def slab(self):
         """True when padded blocks move a slab of whole rows at a time (see above)."""
         return bool(self.R.slab)
+
+    @property
+    def cross(self):
+        """The cross node's extent (1: none)."""
+        return self.R.cn
 
     def run(self, uintptr_t src, uintptr_t dst, int nthreads, bint stream=True):
         """src, dst: addresses of logical element (0, ..., 0) of each side; stream=False

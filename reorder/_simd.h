@@ -443,6 +443,134 @@ static inline void copy_bytes(void* d, const void* s, int64_t nbytes, int nt) {
     }
 }
 
+/* A grid of nr x nc runs of nbytes each (byte strides: rss/rds between rows, css/cds between
+ * the columns of a row): nhwc -> nChw16c copies, per pixel, one 16-lane run into each channel
+ * block. A fixed run size makes each copy a few inlined vector moves. */
+#define REORDER_GRID_LOOP(N)                                                        \
+    for (int64_t r = 0; r < nr; r++) {                                              \
+        const char* sr = s + r * rss;                                               \
+        char* dr = d + r * rds;                                                     \
+        for (int64_t c = 0; c < nc; c++)                                            \
+            memcpy(dr + c * cds, sr + c * css, N);                                  \
+    }
+
+#if REORDER_X86
+/* One 64-byte line from 64 / nbytes runs (16, 32 or 64 bytes each) at p, p + step, ... */
+__attribute__((target("avx512f")))
+static inline __m512i grid_line(const char* p, int64_t step, int64_t nbytes) {
+    if (nbytes == 64)
+        return _mm512_loadu_si512(p);
+    if (nbytes == 32)
+        return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)p)),
+                                  _mm256_loadu_si256((const __m256i*)(p + step)), 1);
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)p));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p + step)), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p + 2 * step)), 2);
+    return _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p + 3 * step)), 3);
+}
+
+/* The grid with streamed stores, when dst runs on along the columns (nChw16c -> nhwc: a
+ * pixel's channels) or along the rows (nhwc -> nChw16c: a channel block's pixels) in whole
+ * aligned lines; returns 0, having written nothing, when the shape does not allow it. */
+__attribute__((target("avx512f")))
+static int copy_grid_nt(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,
+                        int64_t nc, int64_t css, int64_t cds, int64_t nbytes) {
+    int64_t g = 64 / (nbytes > 0 ? nbytes : 1);
+    if ((nbytes != 16 && nbytes != 32 && nbytes != 64) || ((uintptr_t)d & 63))
+        return 0;
+    if (cds == nbytes && rds % 64 == 0) {
+        int64_t whole = nc - nc % g;
+        for (int64_t r = 0; r < nr; r++) {
+            for (int64_t c = 0; c < whole; c += g)
+                _mm512_stream_si512((__m512i*)(d + r * rds + c * nbytes),
+                                    grid_line(s + r * rss + c * css, css, nbytes));
+            for (int64_t c = whole; c < nc; c++)
+                memcpy(d + r * rds + c * nbytes, s + r * rss + c * css, (size_t)nbytes);
+        }
+        return 1;
+    }
+    if (rds == nbytes && cds % 64 == 0) {
+        /* a line of each column per g rows: the reads stay sequential */
+        int64_t whole = nr - nr % g;
+        for (int64_t r = 0; r < whole; r += g)
+            for (int64_t c = 0; c < nc; c++)
+                _mm512_stream_si512((__m512i*)(d + c * cds + r * nbytes),
+                                    grid_line(s + c * css + r * rss, rss, nbytes));
+        for (int64_t r = whole; r < nr; r++)
+            for (int64_t c = 0; c < nc; c++)
+                memcpy(d + c * cds + r * nbytes, s + c * css + r * rss, (size_t)nbytes);
+        return 1;
+    }
+    return 0;
+}
+#endif
+
+static inline void copy_grid(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,
+                             int64_t nc, int64_t css, int64_t cds, int64_t nbytes, int nt) {
+#if REORDER_X86
+    if (nt && !reorder_simd_disabled && reorder_have_avx512()
+            && copy_grid_nt(d, s, nr, rss, rds, nc, css, cds, nbytes))
+        return;
+#endif
+    (void)nt;
+    switch (nbytes) {
+    case 4: REORDER_GRID_LOOP(4) return;
+    case 8: REORDER_GRID_LOOP(8) return;
+    case 16: REORDER_GRID_LOOP(16) return;
+    case 32: REORDER_GRID_LOOP(32) return;
+    case 64: REORDER_GRID_LOOP(64) return;
+    case 128: REORDER_GRID_LOOP(128) return;
+    case 256: REORDER_GRID_LOOP(256) return;
+    default: REORDER_GRID_LOOP((size_t)nbytes) return;
+    }
+}
+
+/* nr runs of a padded column (byte strides rss/rds): nvalid bytes copied, then zeros up to
+ * nwrite. With AVX-512BW a masked load reads only the valid bytes, so a 64-byte chunk is
+ * one load and one store instead of a memcpy and a memset call. */
+#if REORDER_X86
+__attribute__((target("avx512f,avx512bw")))
+static void copy_part_avx512(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,
+                             int64_t nvalid, int64_t nwrite) {
+    for (int64_t k = 0; k < nwrite; k += 64) {
+        int64_t v = nvalid - k < 0 ? 0 : nvalid - k > 64 ? 64 : nvalid - k;
+        int64_t w = nwrite - k > 64 ? 64 : nwrite - k;
+        __mmask64 mv = v == 64 ? ~0ULL : (1ULL << v) - 1, mw = w == 64 ? ~0ULL : (1ULL << w) - 1;
+        const char* sk = s + k;
+        char* dk = d + k;
+        if (w == 64) {
+            for (int64_t r = 0; r < nr; r++)
+                _mm512_storeu_si512(dk + r * rds, _mm512_maskz_loadu_epi8(mv, sk + r * rss));
+        } else if (w == 32) {
+            for (int64_t r = 0; r < nr; r++)
+                _mm256_storeu_si256((__m256i*)(dk + r * rds),
+                    _mm512_castsi512_si256(_mm512_maskz_loadu_epi8(mv, sk + r * rss)));
+        } else if (w == 16) {
+            for (int64_t r = 0; r < nr; r++)
+                _mm_storeu_si128((__m128i*)(dk + r * rds),
+                    _mm512_castsi512_si128(_mm512_maskz_loadu_epi8(mv, sk + r * rss)));
+        } else {
+            for (int64_t r = 0; r < nr; r++)
+                _mm512_mask_storeu_epi8(dk + r * rds, mw, _mm512_maskz_loadu_epi8(mv, sk + r * rss));
+        }
+    }
+}
+#endif
+
+static inline void copy_part(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,
+                             int64_t nvalid, int64_t nwrite) {
+#if REORDER_X86
+    if (!reorder_simd_disabled && reorder_have_avx512bw()) {
+        copy_part_avx512(d, s, nr, rss, rds, nvalid, nwrite);
+        return;
+    }
+#endif
+    for (int64_t r = 0; r < nr; r++) {
+        memcpy(d + r * rds, s + r * rss, (size_t)nvalid);
+        memset(d + r * rds + nvalid, 0, (size_t)(nwrite - nvalid));
+    }
+}
+
 /* The tile path tile_tN takes now for elements of `size` bytes and `na` tile rows (tests
  * assert it, so a path that silently falls back is caught). */
 static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int64_t nb,

@@ -15,7 +15,7 @@ import numpy as np
 from . import _kernels
 from .problem import Kernel, slab_lanes
 
-__all__ = ["CopyKernel", "BlockKernel", "TransposeKernel", "GenericKernel"]
+__all__ = ["CopyKernel", "BlockKernel", "TransposeKernel", "GenericKernel", "grid_nodes"]
 
 # Runs shorter than this spread over too many write streams for streaming stores to pay
 # (docs/kernels.md).
@@ -38,25 +38,60 @@ def _round_up(n, m):
 
 
 def _walker_streams(prob, stream_min_bytes):
-    """The walker streams only whole runs contiguous on both sides, and only long ones."""
+    """The walker streams whole runs contiguous on both sides, and only long ones, or a grid
+    of short runs whose dst lines it fills whole (_kernels.Walker)."""
     last = prob.nodes[-1]
+    if grid_nodes(prob) is not None:
+        return prob.streams(stream_min_bytes)
     return (prob.streams(stream_min_bytes) and last.ss == 1 and last.ds == 1
             and last.extent * prob.itemsize >= _STREAM_MIN_RUN_BYTES)
 
 
+def grid_nodes(prob):
+    """(row node, cross node) indices when short runs contiguous on both sides can move as
+    a grid: one node continues the run in src, another in dst (nhwc -> nChw16c: a pixel's
+    channel blocks, and the pixels). The cross node is looped whole inside each row: the
+    bounds-checked one, else the shorter. None when there is no such pair."""
+    nodes = prob.nodes
+    last = nodes[-1]
+    if len(nodes) < 3 or last.ss != 1 or last.ds != 1 or last.extent * prob.itemsize > 256:
+        return None
+    ia = next((i for i in range(len(nodes) - 1) if nodes[i].ss == last.extent), None)
+    ib = next((i for i in range(len(nodes) - 1) if nodes[i].ds == last.extent), None)
+    if ia is None or ib is None or ia == ib:
+        return None
+    a, b = nodes[ia], nodes[ib]
+    if a.dim >= 0 and b.dim >= 0:
+        return None
+    if a.dim >= 0 or (b.dim < 0 and a.extent <= b.extent):
+        return ib, ia
+    return ia, ib
+
+
 def _walker(prob, nt):
     """Walker runner: the node before the run, when unchecked, becomes a row loop inside each
-    work item; rows and long runs are sliced so a static split has >= 16 items to share."""
+    work item (with a cross node inside it, for a grid of short runs); rows and long runs are
+    sliced so a static split has >= 16 items to share."""
     nodes = list(prob.nodes)
     row = (1, 0, 0)
+    cross = None
     last = nodes[-1]
-    # For short runs, loop the node that continues the run in src (nhwc -> nChw16c: the 16
-    # channel blocks of one pixel), so reads stay sequential; otherwise the node just outside.
-    ir = next((i for i in range(len(nodes) - 1) if nodes[i].dim < 0
-               and nodes[i].ss == last.extent), None) \
-        if last.ss == 1 and last.extent * prob.itemsize <= 256 else None
-    if ir is None and len(nodes) >= 3 and nodes[-2].dim < 0:
-        ir = len(nodes) - 2
+    grid = grid_nodes(prob)
+    if grid is not None:
+        ir, ic = grid
+        cross = np.array(nodes[ic][:5], dtype=np.int64)
+        if nodes[ic].dim < 0:
+            cross[3:] = (-1, 1)
+        nodes = [nd for i, nd in enumerate(nodes) if i != ic]
+        ir -= ir > ic
+    else:
+        # For short runs, loop the node that continues the run in src, so reads stay
+        # sequential; otherwise the node just outside.
+        ir = next((i for i in range(len(nodes) - 1) if nodes[i].dim < 0
+                   and nodes[i].ss == last.extent), None) \
+            if last.ss == 1 and last.extent * prob.itemsize <= 256 else None
+        if ir is None and len(nodes) >= 3 and nodes[-2].dim < 0:
+            ir = len(nodes) - 2
     if ir is not None and len(nodes) >= 2:
         rn = nodes.pop(ir)
         row = (rn.extent, rn.ss, rn.ds)
@@ -65,13 +100,15 @@ def _walker(prob, nt):
     per = -(-16 // outer) if 0 < outer < 16 else 1
     slice_, piece = row[0], max(run, 1)
     if per > 1 and row[0] > 1:
-        slice_ = -(-row[0] // per)
+        # a grid's slices keep whole dst lines of rows (16-byte runs: 4 rows a line)
+        line = 64 // math.gcd(64, run * prob.itemsize) if grid is not None else 1
+        slice_ = min(row[0], _round_up(-(-row[0] // per), line))
     elif per > 1 and run * prob.itemsize >= (64 << 10):
         piece = _round_up(-(-run // per), 64 // prob.itemsize)
     rows = np.array([row[0], row[1], row[2], slice_, piece], dtype=np.int64)
-    slab = ir == len(prob.nodes) - 2 and slab_lanes(prob) > 0
+    slab = grid is None and ir == len(prob.nodes) - 2 and slab_lanes(prob) > 0
     return _kernels.Walker(prob.itemsize, _node_array(nodes), _checked_array(prob), rows, nt,
-                           slab)
+                           slab, cross)
 
 
 class CopyKernel(Kernel):

@@ -35,9 +35,9 @@ CASES = [
     ("acdb", "aBcd16b", (2, 32, 5, 7), "copy"),
     ("aBcd16b", "acdb", (2, 48, 3, 5), "copy"),
     ("acdb", "acBd4b", (1, 8, 5, 6), "copy"),                 # nhwc -> the OpenCL channel image
-    # 4 blocks: whole block rows move as wide elements through the transpose
-    ("acdb", "aBcd16b", (2, 64, 5, 7), None),
-    ("aBcd16b", "acdb", (2, 64, 3, 5), None),
+    # 4 blocks: a grid of whole block rows (below)
+    ("acdb", "aBcd16b", (2, 64, 5, 7), "copy"),
+    ("aBcd16b", "acdb", (2, 64, 3, 5), "copy"),
 ]
 
 
@@ -80,21 +80,96 @@ def test_kernel_matches_reference(simd, streaming, stag, dtag, dims, kernel, dty
         assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
 
 
-@pytest.mark.parametrize("dtype,width", [("f32", 64), ("f16", 32), ("s8", 16)])
-@pytest.mark.parametrize("stag,dtag,dims", [("nhwc", "nChw16c", (2, 64, 5, 7)),
-                                            ("nChw16c", "nhwc", (2, 64, 3, 5))])
-def test_block_rows_move_as_wide_elements(stag, dtag, dims, dtype, width):
-    """16-lane block rows that are contiguous on both sides move as one wide element (16
-    times the element size) through the transpose, and give the reference's bytes."""
-    p = ro.plan(ro.Desc(dims, dtype, stag), ro.Desc(dims, dtype, dtag))
-    assert p.kernel == "transpose" and f"runs of {width} B" in p.explain(), p.explain()
-    sabs, dabs = {"nhwc": "acdb", "nChw16c": "aBcd16b"}[stag], {"nhwc": "acdb", "nChw16c": "aBcd16b"}[dtag]
-    x = _to_plain_src(dims, sabs, np.dtype(p.src.dtype.storage), np.random.default_rng(4))
-    x = x.reshape(p.src.physical_shape)
-    got = p(x)
-    expected = ref_reorder(x.reshape(-1), dims, sabs, dabs).reshape(ref_physical_shape(dims, dabs))
-    assert got.shape == expected.shape
-    assert np.array_equal(uint_view(got), uint_view(expected))
+# Short runs contiguous on both sides, one node continuing them in src and another in dst
+# (nhwc <-> nChw16c, nChw8c <-> nChw16c): the walker loops the pixels as rows and the blocks
+# across each row, a grid of fixed-size copies; padded columns go through masked loads, and
+# streamed stores fill whole dst lines. The source's padding holds random bits and dst
+# starts as 0x5A, so a leaked, missed or misplaced lane shows in the bytes.
+GRID_MOVES = [
+    ("acdb", "aBcd16b", (2, 19, 5, 7)),         # a column of 3 lanes, 13 zeros
+    ("acdb", "aBcd16b", (2, 64, 5, 7)),         # 4 whole columns
+    ("acdb", "aBcd16b", (1, 48, 7, 9)),         # 63 pixels: streamed lines leave a tail
+    ("acdb", "aBcd16b", (2, 35, 0, 3)),
+    ("acdb", "aBcd16b", (3, 40, 1, 2)),
+    ("aBcd16b", "acdb", (2, 19, 5, 7)),
+    ("aBcd16b", "acdb", (2, 64, 3, 5)),
+    ("aBcd8b", "aBcd16b", (2, 19, 5, 7)),       # a partial column, then one of zeros
+    ("aBcd8b", "aBcd16b", (2, 40, 3, 3)),       # src holds 40 of 48: the last 8 are zeros
+    ("aBcd16b", "aBcd8b", (2, 19, 5, 7)),       # src lanes 24..31 lie beyond dst: skipped
+    ("aBcd16b", "aBcd64b", (2, 48, 3, 5)),      # 3 data columns of a 4-column line, 1 of zeros
+    ("aBcd16b", "aBcd64b", (2, 35, 2, 3)),
+    ("acdb", "aBcd4b", (2, 13, 4, 5)),          # 4-lane runs
+    ("acdeb", "aBcde16b", (2, 19, 3, 4, 5)),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("stag,dtag,dims", GRID_MOVES,
+                         ids=[f"{s}-{d}-{'x'.join(map(str, n))}" for s, d, n in GRID_MOVES])
+def test_short_runs_move_as_a_grid(simd, streaming, stag, dtag, dims, dtype):
+    rng = np.random.default_rng(sum(dims))
+    dt = np.dtype(dtype)
+    src = ro.Desc(dims, dt.name, stag)
+    x = rng.integers(0, 256, src.nbytes, dtype=np.uint8).view(dt).reshape(src.physical_shape)
+    p = cached_plan(src, ro.Desc(dims, dt.name, dtag), stream_min_bytes=streaming)
+    assert p.kernel in ("copy", "generic") and (p.runners[0].cross > 1 or 0 in dims), p.explain()
+    expected = ref_reorder(x.reshape(-1), dims, stag, dtag).reshape(ref_physical_shape(dims, dtag))
+    for threads in (1, 2, 3):
+        out = np.full(p.dst.nbytes, 0x5A, np.uint8).view(dt).reshape(p.dst.physical_shape)
+        p(x, out=out, threads=threads)
+        assert np.array_equal(uint_view(out), uint_view(expected)), threads
+
+
+@pytest.mark.parametrize("dtype", ["s8", "f16", "f32"])
+def test_grid_from_a_reversed_offset_view(simd, streaming, dtype):
+    """An nhwc buffer read through a view with an offset and the pixels of each row reversed:
+    the grid's rows are the 5 pixels of a row, run backwards in src, so streamed lines of 2
+    or 4 of them leave a tail."""
+    rng = np.random.default_rng(7)
+    dt = np.dtype({"s8": np.int8, "f16": np.float16, "f32": np.float32}[dtype])
+    base = rng.integers(0, 256, 2 * 4 * 7 * 19 * dt.itemsize, np.uint8).view(dt).reshape(2, 4, 7, 19)
+    v = base.transpose(0, 3, 1, 2)[:, :, :, 1:6][..., ::-1]                # nhwc, W + 2
+    keep = base.copy()
+    p = cached_plan(ro.Desc.of(v), ro.Desc(v.shape, dtype, "nChw16c"), stream_min_bytes=streaming)
+    assert p.runners[0].cross == 2, p.explain()
+    expected = ref_from_plain(np.ascontiguousarray(v), "abcd", "aBcd16b")
+    for threads in (1, 2, 3):
+        assert np.array_equal(uint_view(p(v, threads=threads)), uint_view(expected))
+    assert np.array_equal(uint_view(base), uint_view(keep))
+
+
+def test_grid_streams_into_an_unaligned_out():
+    """Streamed lines need a 64-byte aligned dst; an `out=` that is not keeps cached stores
+    and the same bytes."""
+    dims = (2, 64, 6, 6)
+    x = np.random.default_rng(8).standard_normal((2, 6, 6, 64)).astype(np.float32)
+    p = cached_plan(ro.Desc(dims, "f32", "nhwc"), ro.Desc(dims, "f32", "nChw16c"), stream_min_bytes=0)
+    assert p.runners[0].cross == 4 and p.runners[0].nt, p.explain()
+    expected = ref_reorder(x.reshape(-1), dims, "acdb", "aBcd16b")
+    raw = np.full(expected.nbytes + 64, 0x5A, np.uint8)
+    for shift in (0, 4, 16, 36):
+        buf = raw[shift:shift + expected.nbytes].view(np.float32).reshape(p.dst.physical_shape)
+        p(x, out=buf)
+        assert np.array_equal(uint_view(buf).reshape(-1), uint_view(expected)), shift
+
+
+def test_grid_cross_refused():
+    nodes = np.array([[8, 16, 16, -1, 1], [16, 1, 1, -1, 1]], np.int64)
+    checked = np.zeros((0, 3), np.int64)
+    rows = np.array([8, 64, 16, 8, 16], np.int64)
+    w = _kernels.Walker(4, nodes[1:], checked, rows, False, False, np.array([4, 16, 128, -1, 1]))
+    assert w.cross == 4
+    for bad in ([4, 16, 128, -1, 0], [4, 16, 128, 12, 1], [-1, 16, 128, -1, 1], [4, 16, 128]):
+        with pytest.raises(ValueError, match="cross"):
+            _kernels.Walker(4, nodes[1:], checked, rows, False, False, np.array(bad))
+    slab_run, slab_checked = np.array([[16, 1, 1, 1, 1]], np.int64), np.array([[1, 3, 16]], np.int64)
+    slab_rows = np.array([8, 16, 16, 8, 16], np.int64)
+    _kernels.Walker(4, slab_run, slab_checked, slab_rows, False, True)
+    with pytest.raises(ValueError, match="cross"):
+        _kernels.Walker(4, slab_run, slab_checked, slab_rows, False, True, np.array([4, 16, 128, -1, 1]))
+    strided = np.array([[16, 2, 1, -1, 1]], np.int64)
+    with pytest.raises(ValueError, match="cross"):
+        _kernels.Walker(4, strided, checked, rows, False, False, np.array([4, 16, 128, -1, 1]))
 
 
 # A padded block on an unchanged layout (nChw16c -> nChw16c at C=19): the walker copies a
@@ -141,11 +216,6 @@ def test_padded_block_slab_refused():
     x[...] = np.arange(48, dtype=np.float32).reshape(1, 4, 4, 3)
     expected = ref_from_plain(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), "abcd", "aBcd16b")
     assert np.array_equal(uint_view(p(x)), uint_view(expected))
-
-
-def test_padded_runs_do_not_move_as_wide_elements():
-    padded = ro.plan(ro.Desc((2, 30, 5, 7), "f32", "nhwc"), ro.Desc((2, 30, 5, 7), "f32", "nChw16c"))
-    assert "runs of" not in padded.explain()       # a padded run cannot move as a unit
 
 
 def test_large_tile_run_is_parallel_and_identical():

@@ -101,24 +101,7 @@ cdef extern from "_simd.h" nogil:
     void copy_bytes(void*, const void*, int64_t, int)
     void copy_grid(char*, const char*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int)
     void copy_part(char*, const char*, int64_t, int64_t, int64_t, int64_t, int64_t)
-    ctypedef struct w16_t:
-        pass
-    ctypedef struct w32_t:
-        pass
-    ctypedef struct w64_t:
-        pass
-    void tile_wide(const char*, const arows_t*, int64_t, char*, const rows_t*, int64_t, int64_t,
-                   int64_t, int, int)
 
-# Tile elements: the four word sizes, and 16/32/64-byte "wide" elements (whole short runs)
-ctypedef fused tile_t:
-    uint8_t
-    uint16_t
-    uint32_t
-    uint64_t
-    w16_t
-    w32_t
-    w64_t
 
 
 def simd_name():
@@ -149,18 +132,16 @@ DEFAULT_TILE_BITS = 512 if reorder_have_avx512() else 256
 reorder_tile_bits = DEFAULT_TILE_BITS
 
 
-cdef inline void _tile(const tile_t* s, const arows_t* A, int64_t na, tile_t* d, const rows_t* rows,
+cdef inline void _tile(const word_t* s, const arows_t* A, int64_t na, word_t* d, const rows_t* rows,
                        int64_t bs, int64_t nbv, int64_t nbw, int nt) noexcept nogil:
-    if tile_t is uint8_t:
+    if word_t is uint8_t:
         tile_t1(s, A, na, d, rows, bs, nbv, nbw, nt)
-    elif tile_t is uint16_t:
+    elif word_t is uint16_t:
         tile_t2(s, A, na, d, rows, bs, nbv, nbw, nt)
-    elif tile_t is uint32_t:
+    elif word_t is uint32_t:
         tile_t4(s, A, na, d, rows, bs, nbv, nbw, nt)
-    elif tile_t is uint64_t:
-        tile_t8(s, A, na, d, rows, bs, nbv, nbw, nt)
     else:
-        tile_wide(<const char*>s, A, na, <char*>d, rows, bs, nbv, nbw, sizeof(tile_t), nt)
+        tile_t8(s, A, na, d, rows, bs, nbv, nbw, nt)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,7 +163,7 @@ cdef struct TileB:
     rows_t rows                 # dst offset of B row b
 
 
-cdef void _transpose_items(const tile_t* src, tile_t* dst, const NodeList* p, const TileA* TA,
+cdef void _transpose_items(const word_t* src, word_t* dst, const NodeList* p, const TileA* TA,
                            const TileB* B, int64_t lo, int64_t hi, int nt) noexcept nogil:
     cdef Walk w
     cdef arows_t A
@@ -231,7 +212,7 @@ cdef void _transpose_items(const tile_t* src, tile_t* dst, const NodeList* p, co
         reorder_sfence()
 
 
-cdef void _transpose(const tile_t* src, tile_t* dst, const NodeList* p, const TileA* A,
+cdef void _transpose(const word_t* src, word_t* dst, const NodeList* p, const TileA* A,
                      const TileB* B, int nthreads, int nt) noexcept nogil:
     cdef int64_t items = outer_count(p) * ((B.n + B.slice - 1) // B.slice)
     cdef int t, nchunks = nthreads if items >= nthreads else <int>items
@@ -264,8 +245,7 @@ cdef class Transpose:
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
                  const int64_t[::1] a, const int64_t[::1] b, bint nt):
-        if itemsize not in (1, 2, 4, 8, 16, 32, 64):
-            raise ValueError(f"tile element size {itemsize} is not 1, 2, 4, 8, 16, 32 or 64")
+        _check_itemsize(itemsize)
         fill_nodes(&self.p, nodes, checked)
         if self.p.ds[self.p.n - 1] != 1 or b.shape[0] != 9 or b[5] < 1 or b[6] < 0 \
                 or (b[6] and b[5] % b[6]) or a.shape[0] != 6 or a[0] < 0:
@@ -308,14 +288,8 @@ cdef class Transpose:
                 _transpose(<const uint16_t*>src, <uint16_t*>dst, &self.p, &self.A, &self.B, nthreads, nt)
             elif self.itemsize == 4:
                 _transpose(<const uint32_t*>src, <uint32_t*>dst, &self.p, &self.A, &self.B, nthreads, nt)
-            elif self.itemsize == 8:
-                _transpose(<const uint64_t*>src, <uint64_t*>dst, &self.p, &self.A, &self.B, nthreads, nt)
-            elif self.itemsize == 16:
-                _transpose(<const w16_t*>src, <w16_t*>dst, &self.p, &self.A, &self.B, nthreads, nt)
-            elif self.itemsize == 32:
-                _transpose(<const w32_t*>src, <w32_t*>dst, &self.p, &self.A, &self.B, nthreads, nt)
             else:
-                _transpose(<const w64_t*>src, <w64_t*>dst, &self.p, &self.A, &self.B, nthreads, nt)
+                _transpose(<const uint64_t*>src, <uint64_t*>dst, &self.p, &self.A, &self.B, nthreads, nt)
 
 
 # ---------------------------------------------------------------------------------------------

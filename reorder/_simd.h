@@ -118,15 +118,6 @@ REORDER_SCALAR_TILE(uint16_t, tile_scalar_u16)
 REORDER_SCALAR_TILE(uint32_t, tile_scalar_u32)
 REORDER_SCALAR_TILE(uint64_t, tile_scalar_u64)
 
-/* Wide elements: a short run contiguous on both sides (a 16-float block row, an RGBA pixel)
- * moves as one unit, so nhwc -> nChw16c is a transpose of 64-byte elements. */
-/* packed: the runs are only as aligned as their element type */
-typedef struct __attribute__((packed)) { uint64_t w[2]; } w16_t;
-typedef struct __attribute__((packed)) { uint64_t w[4]; } w32_t;
-typedef struct __attribute__((packed)) { uint64_t w[8]; } w64_t;
-REORDER_SCALAR_TILE(w16_t, tile_scalar_w16)
-REORDER_SCALAR_TILE(w32_t, tile_scalar_w32)
-REORDER_SCALAR_TILE(w64_t, tile_scalar_w64)
 
 #if REORDER_X86
 /* ---- AVX-512 tiles, with the 16x16 register transpose of _transpose_avx512.h ------------ */
@@ -289,50 +280,6 @@ static int reorder_simd_disabled = 0;   /* set from Python to test the portable 
 /* Which register transpose the 4-byte tiles use: 512 (16x16) or 256 (8x8); set at import
  * (AVX-512 where available) and switched by tests to check every path. */
 static int reorder_tile_bits = 0;
-
-#if REORDER_X86
-/* 64-byte elements are whole cache lines: stream them when asked (full tiles only). */
-__attribute__((target("avx512f")))
-static void tile_nt_w64(const char* src, const arows_t* A, int64_t na, char* dst,
-                        const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw) {
-    int64_t soff[TILE];
-    uint32_t vm, wm;
-    for (int64_t a0 = 0; a0 < na; a0 += TILE) {
-        int n = na - a0 < TILE ? (int)(na - a0) : TILE;
-        arow_block(A, a0, n, soff, &vm, &wm);
-        for (int64_t b = 0; b < nbw; b++) {
-            char* d = dst + (row_off(rows, bs + b) + a0) * 64;
-            for (int i = 0; i < n; i++) {
-                if (!((wm >> i) & 1u)) continue;
-                __m512 v = (b < nbv && ((vm >> i) & 1u)) ? _mm512_loadu_ps(src + (soff[i] + b) * 64)
-                                                         : _mm512_setzero_ps();
-                if (((uintptr_t)(d + i * 64) & 63) == 0)
-                    _mm512_stream_ps((float*)(d + i * 64), v);
-                else
-                    _mm512_storeu_ps((float*)(d + i * 64), v);
-            }
-        }
-    }
-}
-#endif
-
-static inline void tile_wide(const char* s, const arows_t* A, int64_t na, char* d,
-                             const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int size,
-                             int nt) {
-#if REORDER_X86
-    if (size == 64 && nt && !reorder_simd_disabled && reorder_have_avx512()) {
-        tile_nt_w64(s, A, na, d, rows, bs, nbv, nbw);
-        return;
-    }
-#endif
-    (void)nt;
-    if (size == 16)
-        tile_scalar_w16((const w16_t*)s, A, na, (w16_t*)d, rows, bs, nbv, nbw);
-    else if (size == 32)
-        tile_scalar_w32((const w32_t*)s, A, na, (w32_t*)d, rows, bs, nbv, nbw);
-    else
-        tile_scalar_w64((const w64_t*)s, A, na, (w64_t*)d, rows, bs, nbv, nbw);
-}
 
 #define REORDER_TILE_ENTRY(N, T, SCALAR)                                                   \
 static inline void tile_t##N(const T* s, const arows_t* A, int64_t na, T* d,              \
@@ -591,7 +538,6 @@ static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int
     (void)A; (void)na; (void)nb; (void)rows;
     switch (size) {
     case 4: return avx512 ? "avx512 16x16" : avx2 ? "avx2 8x8" : "portable";
-    case 64: return nt && on && reorder_have_avx512() ? "avx512 streamed lines" : "portable";
     default: return "portable";
     }
 }

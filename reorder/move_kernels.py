@@ -15,7 +15,7 @@ import numpy as np
 from . import _kernels
 from .problem import Kernel, slab_lanes
 
-__all__ = ["CopyKernel", "BlockKernel", "TransposeKernel", "GenericKernel", "grid_nodes"]
+__all__ = ["CopyKernel", "BlockKernel", "TransposeKernel", "GenericKernel"]
 
 # Runs shorter than this spread over too many write streams for streaming stores to pay
 # (docs/kernels.md).
@@ -41,13 +41,13 @@ def _walker_streams(prob, stream_min_bytes):
     """The walker streams whole runs contiguous on both sides, and only long ones, or a grid
     of short runs whose dst lines it fills whole (_kernels.Walker)."""
     last = prob.nodes[-1]
-    if grid_nodes(prob) is not None:
+    if _grid_nodes(prob) is not None:
         return prob.streams(stream_min_bytes)
     return (prob.streams(stream_min_bytes) and last.ss == 1 and last.ds == 1
             and last.extent * prob.itemsize >= _STREAM_MIN_RUN_BYTES)
 
 
-def grid_nodes(prob):
+def _grid_nodes(prob):
     """(row node, cross node) indices when short runs contiguous on both sides can move as
     a grid: one node continues the run in src, another in dst (nhwc -> nChw16c: a pixel's
     channel blocks, and the pixels). The cross node is looped whole inside each row: the
@@ -76,7 +76,7 @@ def _walker(prob, nt):
     row = (1, 0, 0)
     cross = None
     last = nodes[-1]
-    grid = grid_nodes(prob)
+    grid = _grid_nodes(prob)
     if grid is not None:
         ir, ic = grid
         cross = np.array(nodes[ic][:5], dtype=np.int64)

@@ -14,22 +14,6 @@ class Incompatible(Exception):
     """The two blockings of a dim do not nest (e.g. 48c against 32c)."""
 
 
-def widen(prob):
-    """A short run contiguous on both sides and unpadded (a 16-float block row, an RGBA
-    pixel) moves as one 16/32/64-byte element: nhwc -> nChw16c becomes a transpose of
-    64-byte elements. Returns the widened problem, or None."""
-    last = prob.nodes[-1]
-    k = last.extent
-    if prob.attrs is not None or len(prob.nodes) < 3 or last.ss != 1 or last.ds != 1 \
-            or last.dim >= 0 or k * prob.itemsize not in (16, 32, 64):
-        return None
-    rest = prob.nodes[:-1]
-    if any(nd.ss % k or nd.ds % k for nd in rest):
-        return None
-    nodes = tuple(nd._replace(ss=nd.ss // k, ds=nd.ds // k) for nd in rest)
-    return Problem(prob.src, prob.dst, nodes, prob.checked, k * prob.itemsize)
-
-
 def _dim_nodes(d, src, dst):
     n = src.dims[d]
     s_axes = [a for a in src.axes if a.dim == d]

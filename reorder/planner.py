@@ -13,11 +13,10 @@ conversion there.
 from . import _convert
 from .conversion import ConversionKernel
 from .desc import Desc
-from .move_kernels import BlockKernel, CopyKernel, GenericKernel, TransposeKernel, grid_nodes
-from .normalise import Incompatible, normalise, widen
+from .move_kernels import BlockKernel, CopyKernel, GenericKernel, TransposeKernel
+from .normalise import Incompatible, normalise
 
-TRANSPOSE = TransposeKernel()
-KERNELS = (ConversionKernel(), CopyKernel(), BlockKernel(), TRANSPOSE, GenericKernel())
+KERNELS = (ConversionKernel(), CopyKernel(), BlockKernel(), TransposeKernel(), GenericKernel())
 
 
 class Step:
@@ -30,11 +29,6 @@ class Step:
 
 def choose(prob, stream_min_bytes):
     """The Step that runs `prob`."""
-    # short runs that the walker moves as a grid stay whole there: 1.3-2.5x faster than
-    # the transpose of wide elements for 16- and 32-byte runs (docs/kernels.md)
-    wide = widen(prob) if grid_nodes(prob) is None else None
-    if wide is not None and TRANSPOSE.is_usable_for(wide):
-        prob = wide
     for k in KERNELS:
         if k.is_usable_for(prob):
             return Step(prob, k, k.prepare(prob, stream_min_bytes))

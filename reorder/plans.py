@@ -163,9 +163,6 @@ class Plan:
         for st, upto in zip(self.steps, self._stream_upto):
             prob, kernel = st.problem, st.kernel
             lines.append(f"  kernel {kernel.name}: {kernel.why}")
-            if prob.itemsize != prob.src.dtype.itemsize:
-                lines.append(f"  runs of {prob.itemsize} B are contiguous on both sides and move "
-                             f"as single elements (strides below count them)")
             if prob.attrs is not None:
                 lines.append(f"  conversion: {self.attrs.describe(prob.src, prob.dst)}")
             if st.runner.nt:

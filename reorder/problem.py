@@ -48,7 +48,7 @@ class Problem:
     dst: object                  # the destination Desc
     nodes: tuple                 # of Node, outermost first
     checked: tuple               # of (dim, logical size, dst padded size)
-    itemsize: int                # bytes per element the kernel moves (a whole run when widened)
+    itemsize: int                # bytes per element the kernel moves
     attrs: object = None         # conversion attributes (reorder.attrs.Attrs), or None
     qstrides: tuple = ()         # with attrs: per node (scale index stride, comp index stride)
 

@@ -61,8 +61,11 @@ def _slow_walk(step):
 
 def plan_steps(src, dst, attrs, stream_min_bytes):
     """(steps, via): one Step, or two through `via`: the plain layout when the blockings do
-    not nest, or dst's layout in src's type when a conversion across layouts would take the
-    element walk; a conversion happens in the second."""
+    not nest (the conversion in the second step), or, when a conversion across layouts would
+    take the element walk, a move and a conversion on an unchanged layout. A narrowing
+    conversion (f32 -> s8) runs first where that gives it longer runs, into src's layout in
+    dst's type, so the move carries the narrower type; otherwise the data moves first, into
+    dst's layout in src's type. The Step whose problem has attrs is the one that converts."""
     try:
         step = choose(normalise(src, dst, attrs), stream_min_bytes)
     except Incompatible:
@@ -70,13 +73,23 @@ def plan_steps(src, dst, attrs, stream_min_bytes):
         return (choose(normalise(src, via), stream_min_bytes),
                 choose(normalise(via, dst, attrs), stream_min_bytes)), via
     if attrs is not None and dst.tag is not None and _slow_walk(step):
-        # the move takes the tiles, the conversion contiguous rows (docs/int8.md)
-        via = Desc(dst.dims, src.dtype, dst.tag)
-        try:
-            steps = (choose(normalise(src, via), stream_min_bytes),
-                     choose(normalise(via, dst, attrs), stream_min_bytes))
-        except Incompatible:
-            return (step,), None
-        if (_walk_run(steps[1]) or _WALK_MIN_RUN) > _walk_run(step):
-            return steps, via
+        # the move takes the tiles or the grid, the conversion contiguous rows (docs/int8.md);
+        # a destination read back (sum), and compensation laid out by dst's blocking, keep
+        # the conversion last
+        first = (dst.dtype.itemsize < src.dtype.itemsize and src.tag is not None
+                 and attrs.sum_beta is None and not attrs.comp)
+        for conv_first in (True, False) if first else (False,):
+            try:
+                if conv_first:
+                    via = Desc(src.dims, dst.dtype, src.tag)
+                    steps = (choose(normalise(src, via, attrs), stream_min_bytes),
+                             choose(normalise(via, dst), stream_min_bytes))
+                else:
+                    via = Desc(dst.dims, src.dtype, dst.tag)
+                    steps = (choose(normalise(src, via), stream_min_bytes),
+                             choose(normalise(via, dst, attrs), stream_min_bytes))
+            except Incompatible:
+                continue
+            if (_walk_run(steps[1 - conv_first]) or _WALK_MIN_RUN) > _walk_run(step):
+                return steps, via
     return (step,), None

@@ -61,6 +61,8 @@ class Plan:
         self._storage = dst.dtype.storage
         self._out_dtypes = dst.dtype.numpy_dtypes
         self._runners = tuple(st.runner for st in self.steps)
+        # the step that converts takes the call's values and compensation
+        self._converts = next((i for i, st in enumerate(self.steps) if st.problem.attrs is not None), 0)
         # per step, the most threads a call may run on and still stream (runner.nt says
         # whether it streams on one)
         self._stream_upto = tuple(stream_threads(st.problem.moved_bytes, stream_min_bytes,
@@ -145,8 +147,9 @@ class Plan:
         else:
             tmp = aligned_empty(self.via.physical_shape, self.via.dtype.storage)
             mid = data_address(tmp)
-            self._runners[0].run(src, mid, nthreads, stream=nthreads <= stream[0])
-            self._runners[1].run(mid, dst, *last, stream=nthreads <= stream[1])
+            first, second = ((nthreads,), last) if self._converts else (last, (nthreads,))
+            self._runners[0].run(src, mid, *first, stream=nthreads <= stream[0])
+            self._runners[1].run(mid, dst, *second, stream=nthreads <= stream[1])
 
     def __repr__(self):
         return (f"Plan({self.src.name} -> {self.dst.name}, {_fmt(self.src.dims)} {self.src.dtype.name}, "
@@ -158,6 +161,9 @@ class Plan:
         if self.via is not None and self.via.tag == self.dst.tag and self.via.dtype != self.dst.dtype:
             lines.append(f"  the conversion across layouts would take the element walk, so the "
                          f"data moves into {self.via!r} first and converts there")
+        elif self.via is not None and self.via.tag == self.src.tag and self.via.dtype == self.dst.dtype:
+            lines.append(f"  the conversion across layouts would take the element walk, so it "
+                         f"narrows into {self.via!r} first, and the move carries the narrower type")
         elif self.via is not None:
             lines.append(f"  the blockings do not nest, so the data goes through {self.via!r}")
         for st, upto in zip(self.steps, self._stream_upto):

@@ -228,13 +228,16 @@ def test_pairs(sdt, ddt, dims, stag, dtag, simd, walk):
     got = check(src, dims, stag, dtag, sdt, ddt)
     assert got.shape == ref_physical_shape(dims, dtag)
     kernel = ro.plan(stag, dtag, dims=dims, src_dtype=sdt, dtype=ddt).kernel
-    assert kernel == "convert" if walk else kernel in ("convert", "transpose+convert",
-                                                       "generic+convert"), kernel
+    assert kernel == "convert" if walk else kernel in (
+        "convert", "transpose+convert", "generic+convert", "copy+convert", "convert+transpose",
+        "convert+generic", "convert+copy"), kernel
 
 
 # Conversions across layouts that the tiles do not take (fewer than 16 or not a multiple of
-# 16 lanes, short runs): moved into dst's layout first, converted there. Per-channel scales,
-# zero points and sum ride on the second step; padded channels on either side.
+# 16 lanes, short runs): converted on src's layout first when they narrow (the move then
+# carries the narrower type), else moved into dst's layout first and converted there; sum
+# keeps the conversion last. Per-channel scales and zero points ride on the conversion;
+# padded channels on either side.
 MOVE_THEN_CONVERT = [((1, 37, 7, 7), "aBcd16b", "abcd"),     # 49 lanes
                      ((2, 20, 5, 7), "aBcd16b", "acdb"),     # runs of 16 into nhwc
                      ((2, 3, 14, 14), "aBcd8b", "abcd")]     # 196 lanes, 3 of 8 channels
@@ -256,7 +259,11 @@ def test_move_then_convert(sdt, ddt, dims, stag, dtag):
         settings.append({"src_scales": sc, "src_scale_mask": 2, "sum_beta": 0.5})
     for kw in settings:
         p = ro.plan(stag, dtag, dims=dims, src_dtype=sdt, dtype=ddt, **kw)
-        assert p.kernel.endswith("+convert") and p.via.tag == p.dst.tag, p.explain()
+        narrows = ro.Desc((1,), ddt).dtype.itemsize < ro.Desc((1,), sdt).dtype.itemsize
+        if p.kernel.startswith("convert+"):
+            assert narrows and "sum_beta" not in kw and p.via.tag == p.src.tag, p.explain()
+        else:
+            assert p.kernel.endswith("+convert") and p.via.tag == p.dst.tag, p.explain()
         for threads in (1, 2):
             check(src, dims, stag, dtag, sdt, ddt, threads=threads, **kw)
 
@@ -305,21 +312,50 @@ def test_padded_block_slabs(sdt, ddt, dims, tag, lanes, simd):
 
 @pytest.mark.parametrize("stag", ["acdb", "aBcd8b"])
 def test_padded_block_slab_after_a_move(stag):
-    """nhwc (or nChw8c) -> nChw16c at C=19 with a conversion: the walk would run 16 lanes at
-    a time (or 8), so the planner moves into nChw16c first and the conversion takes slabs
-    there; per-channel scales index the lanes, so no slab is taken. All against the
+    """nhwc (or nChw8c) -> nChw16c at C=19 with a widening conversion: the walk would run 16
+    lanes at a time (or 8), so the planner moves into nChw16c first and the conversion takes
+    slabs there; per-channel scales index the lanes, so no slab is taken. All against the
     reference."""
     dims = (2, 19, 5, 7)
     rng = np.random.default_rng(3)
-    src = qr.place(values_for("f32", math.prod(dims), rng), dims, stag, "f32")
+    src = qr.place(values_for("u8", math.prod(dims), rng), dims, stag, "u8")
     sc = np.linspace(0.5, 2, 19, dtype=np.float32)
-    for kw, slab in (({"dst_scales": 0.25, "dst_zero_point": 3}, 16), ({}, 16),
-                     ({"dst_scales": sc, "dst_scale_mask": 2}, 0)):
-        p = ro.plan(stag, "aBcd16b", dims=dims, dtype="u8", **kw)
+    for kw, slab in (({"src_scales": 0.25, "src_zero_point": 3}, 16), ({}, 16),
+                     ({"src_scales": sc, "src_scale_mask": 2}, 0)):
+        p = ro.plan(stag, "aBcd16b", dims=dims, src_dtype="u8", dtype="f32", **kw)
         assert getattr(p.runners[-1], "slab", 0) == slab, p.explain()
         assert p.kernel.endswith("+convert") or not slab, p.explain()
         for threads in (1, 2):
+            check(src, dims, stag, "aBcd16b", "u8", "f32", threads=threads, **kw)
+
+
+@pytest.mark.parametrize("stag", ["acdb", "aBcd8b"])
+def test_narrowing_converts_before_the_move(stag):
+    """f32 -> u8 nhwc (or nChw8c) -> nChw16c at C=19: the conversion runs first, on src's
+    layout (one contiguous run, or slabs of 8 lanes), and the move carries bytes. Per-channel
+    scales take no slabs, so from nChw8c the data moves first, as before; sum reads the
+    destination, so it keeps the conversion last."""
+    dims = (2, 19, 5, 7)
+    rng = np.random.default_rng(4)
+    src = qr.place(values_for("f32", math.prod(dims), rng), dims, stag, "f32")
+    sc = np.linspace(0.5, 2, 19, dtype=np.float32)
+    for kw in ({"dst_scales": 0.25, "dst_zero_point": 3}, {}, {"src_scales": sc, "src_scale_mask": 2}):
+        p = ro.plan(stag, "aBcd16b", dims=dims, dtype="u8", **kw)
+        if stag == "aBcd8b" and kw.get("src_scale_mask"):
+            assert p.kernel.endswith("+convert") and p.via == ro.Desc(dims, "f32", "aBcd16b"), p.explain()
+        else:
+            assert p.kernel.startswith("convert+") and p.via == ro.Desc(dims, "u8", stag), p.explain()
+            assert p.runners[0].slab == (8 if stag == "aBcd8b" else 0)
+            assert "narrows into" in p.explain()
+        for threads in (1, 2):
             check(src, dims, stag, "aBcd16b", "f32", "u8", threads=threads, **kw)
+    old = qr.random_values(qr.nelems(dims, "aBcd16b"), "u8", rng)
+    p = ro.plan(stag, "aBcd16b", dims=dims, dtype="u8", sum_beta=0.5)
+    assert p.kernel.endswith("+convert"), p.explain()
+    got = ro.reorder(src, stag, "aBcd16b", dims=dims, dtype="u8", sum_beta=0.5,
+                     out=old.reshape(ro.Desc(dims, "u8", "aBcd16b").physical_shape).copy())
+    exp, _, _ = qr.ref_reorder(src, dims, stag, "aBcd16b", "f32", "u8", beta=0.5, dst_old=old)
+    np.testing.assert_array_equal(bits(got), bits(exp))
 
 
 def test_padded_block_slabs_not_taken():

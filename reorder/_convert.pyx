@@ -37,7 +37,7 @@ from cython.parallel cimport prange
 
 from reorder._omp cimport REORDER_OPENMP
 from reorder._nodes cimport (NodeList, Walk, MAX_NODES, MAX_DIMS, fill_nodes, outer_count,
-                             mask_lanes, SLAB_CHUNK,
+                             mask_lanes,
                              walk_start, walk_bounds, walk_next, count_below)
 
 from reorder._cpu cimport cpu_feature_flags, reorder_cpu_detect
@@ -396,6 +396,11 @@ cdef inline void _walk_start_split(const NodeList* p, Walk* w, int64_t lo, int s
     walk_start(p, w, lo)
     if split >= 0 and p.dim[split] >= 0:
         w.coord[p.dim[split]] += base * p.w[split]
+
+
+# a slab masks its converted output SLAB_CHUNK bytes at a time, while they are in cache
+cdef enum:
+    SLAB_CHUNK = 8192
 
 
 cdef void _slab(const src_t* s, dst_t* d, const QCtx* c, const QCtx* cc, const Walk* w,

@@ -1137,7 +1137,7 @@ RQ_TGT static inline __m512i rq_line8_u8(const __m512 v[4]) {
 }
 #define RQ_LINE_s8(v) rq_line8_s8(v)
 #define RQ_LINE_u8(v) rq_line8_u8(v)
-#define RQ_LINE_f64(v) _mm512_setzero_si512()
+#define RQ_LINE_f64(v) ((void)(v), _mm512_setzero_si512())   /* never streamed (RQ_NTL_f64) */
 /* the r < 16 elements from j through buffers */
 #define RQ5_PART(SN, SSIZE, DN, DSIZE, ST, J, R)                                                \
     do {                                                                                        \

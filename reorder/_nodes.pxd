@@ -154,10 +154,7 @@ cdef inline int fill_nodes(NodeList* p, const int64_t[:, ::1] nodes,
 
 # A padded block's rows (the node before the run, dense on both sides) move a slab at a
 # time: whole rows, padding lanes included, with the padding lanes masked to zero
-# (mask_lanes); a conversion masks its own output in place, SLAB_CHUNK bytes of dst at a
-# time while they are in cache.
-cdef enum:
-    SLAB_CHUNK = 8192
+# (mask_lanes); a conversion masks its own output in place.
 
 
 cdef inline void _mask_words(char* d, const char* s, int64_t rows, const uint64_t* mask,

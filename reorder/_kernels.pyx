@@ -103,7 +103,6 @@ cdef extern from "_simd.h" nogil:
     void copy_part(char*, const char*, int64_t, int64_t, int64_t, int64_t, int64_t)
 
 
-
 def simd_name():
     return reorder_simd_name().decode()
 

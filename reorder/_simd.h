@@ -118,7 +118,6 @@ REORDER_SCALAR_TILE(uint16_t, tile_scalar_u16)
 REORDER_SCALAR_TILE(uint32_t, tile_scalar_u32)
 REORDER_SCALAR_TILE(uint64_t, tile_scalar_u64)
 
-
 #if REORDER_X86
 /* ---- AVX-512 tiles, with the 16x16 register transpose of _transpose_avx512.h ------------ */
 /* A blocks of 16 rows are outermost (each streams through B with 16 read streams). With

@@ -6,6 +6,7 @@ import numpy as np
 
 from ._convert import finish_compensation
 from ._kernels import data_address
+from .binding import check_dst
 from .attrs import _comp_kinds, _mask_text, make_attrs
 from .conversion import call_values
 from .desc import Desc, _fmt
@@ -60,6 +61,7 @@ def _src_desc(x, src, dims, src_dtype):
 
 def _dst_desc(src_desc, dst, dtype=None):
     if isinstance(dst, Desc):
+        check_dst(dst)          # here, so the message shows the caller's own Desc
         if dst.dims != src_desc.dims:
             raise ReorderError(f"dst descriptor dims {_fmt(dst.dims)} differ from the source's "
                                f"{_fmt(src_desc.dims)}")

@@ -8,13 +8,23 @@ from ._kernels import data_address
 from .desc import _fmt
 from .errors import ReorderError
 
-__all__ = ["aligned_empty", "bind_source", "check_out"]
+__all__ = ["aligned_empty", "bind_source", "check_dst", "check_out"]
 
 
 def aligned_empty(shape, dtype, align=64):
     dtype = np.dtype(dtype)
     raw = np.empty(math.prod(shape) * dtype.itemsize + align, dtype=np.uint8)
     return np.ndarray(shape, dtype, raw, -data_address(raw) % align)
+
+
+def check_dst(dst):
+    """Raise unless `dst` can describe an output array: C-contiguous in its physical axes from
+    offset 0, as plan.empty() and out= are (the kernels write dst's own strides)."""
+    if dst.offset0 or not dst.is_c_contiguous:
+        raise ReorderError(f"the destination must be C-contiguous in its physical axes from "
+                           f"offset 0, as output arrays are; {dst!r} has strides "
+                           f"{dst.physical_strides} and offset0={dst.offset0}. Reorder into a "
+                           f"dense layout, then copy into the strided buffer")
 
 
 def bind_source(x, src):

@@ -7,7 +7,7 @@ import numpy as np
 from .conversion import arith_for
 from .threads import resolve
 from ._kernels import data_address
-from .binding import aligned_empty, bind_source, check_out
+from .binding import aligned_empty, bind_source, check_dst, check_out
 from .desc import _bytes, _fmt
 from .errors import ReorderError
 from .planner import plan_steps
@@ -37,13 +37,7 @@ class Plan:
     """
 
     def __init__(self, src, dst, threads=None, attrs=None, stream_min_bytes=STREAM_MIN_BYTES):
-        if dst.offset0 or not dst.is_c_contiguous:
-            # the kernels write dst's strides into the output array, which (plan.empty(),
-            # out=) is C-contiguous: any other dst would be written past it
-            raise ReorderError(f"the destination must be C-contiguous in its physical axes "
-                               f"from offset 0, as output arrays are; {dst!r} has strides "
-                               f"{dst.physical_strides} and offset0={dst.offset0}. Reorder into "
-                               f"a dense layout, then copy into the strided buffer")
+        check_dst(dst)      # any other dst would be written past the output array
         self.src, self.dst, self.threads, self.attrs = src, dst, threads, attrs
         self.stream_min_bytes = stream_min_bytes
         # `sum` adds beta * the old destination, which the caller must pass as out=

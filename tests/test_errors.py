@@ -159,13 +159,20 @@ def test_out_wrong_shape_plain():
 def test_strided_destination_is_refused():
     """Outputs are C-contiguous arrays of dst's physical shape, so a destination with gaps,
     reversed axes or an offset would be written past them (a gapped one was): the plan
-    refuses it and says why."""
+    refuses it and says why, and reorder() and quantize() name the caller's own Desc (not
+    the byte proxy a 4-bit destination is planned through)."""
     dims = (2, 48, 3, 5)
     for dst in (reorder.Desc(dims, "s8", strides=(15 * 64, 1, 5 * 64, 64)),
                 reorder.Desc(dims, "s8", strides=(720, 1, 240, 48), offset0=16),
                 reorder.Desc(dims, "s8", strides=(720, -1, 240, 48))):
         with pytest.raises(reorder.ReorderError, match="destination must"):
             reorder.plan(reorder.Desc(dims, "s8", "nChw16c"), dst)
+    x = np.zeros(dims, np.float32)
+    gapped = (15 * 64, 1, 5 * 64, 64)
+    with pytest.raises(reorder.ReorderError, match=r"destination must.*, s4, "):
+        reorder.reorder(x, "nchw", reorder.Desc(dims, "s4", strides=gapped))
+    with pytest.raises(reorder.ReorderError, match="destination must"):
+        reorder.quantize(x, "oihw", reorder.Desc(dims, "s8", strides=gapped), src_scales=0.1)
 
 
 @pytest.mark.parametrize("make", [

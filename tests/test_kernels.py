@@ -154,6 +154,8 @@ def test_grid_streams_into_an_unaligned_out():
 
 
 def test_grid_cross_refused():
+    """The walker refuses a cross node with a bad extent, dim or weight, one asked beside a
+    slab, and one over a run that is not contiguous on both sides."""
     nodes = np.array([[8, 16, 16, -1, 1], [16, 1, 1, -1, 1]], np.int64)
     checked = np.zeros((0, 3), np.int64)
     rows = np.array([8, 64, 16, 8, 16], np.int64)

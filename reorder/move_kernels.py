@@ -37,16 +37,6 @@ def _round_up(n, m):
     return -(-n // m) * m
 
 
-def _walker_streams(prob, stream_min_bytes):
-    """The walker streams whole runs contiguous on both sides, and only long ones, or a grid
-    of short runs whose dst lines it fills whole (_kernels.Walker)."""
-    last = prob.nodes[-1]
-    if _grid_nodes(prob) is not None:
-        return prob.streams(stream_min_bytes)
-    return (prob.streams(stream_min_bytes) and last.ss == 1 and last.ds == 1
-            and last.extent * prob.itemsize >= _STREAM_MIN_RUN_BYTES)
-
-
 def _grid_nodes(prob):
     """(row node, cross node) indices when short runs contiguous on both sides can move as
     a grid: one node continues the run in src, another in dst (nhwc -> nChw16c: a pixel's
@@ -68,15 +58,18 @@ def _grid_nodes(prob):
     return ia, ib
 
 
-def _walker(prob, nt):
+def _walker(prob, stream_min_bytes):
     """Walker runner: the node before the run, when unchecked, becomes a row loop inside each
     work item (with a cross node inside it, for a grid of short runs); rows and long runs are
-    sliced so a static split has >= 16 items to share."""
+    sliced so a static split has >= 16 items to share. It streams whole runs contiguous on
+    both sides, and only long ones, or a grid whose dst lines it fills whole."""
     nodes = list(prob.nodes)
     row = (1, 0, 0)
     cross = None
     last = nodes[-1]
     grid = _grid_nodes(prob)
+    nt = prob.streams(stream_min_bytes) and (grid is not None or (
+        last.ss == 1 and last.ds == 1 and last.extent * prob.itemsize >= _STREAM_MIN_RUN_BYTES))
     if grid is not None:
         ir, ic = grid
         cross = np.array(nodes[ic][:5], dtype=np.int64)
@@ -124,7 +117,7 @@ class CopyKernel(Kernel):
         return last.extent * prob.itemsize >= _COPY_MIN_RUN_BYTES or not _BLOCKS.is_usable_for(prob)
 
     def prepare(self, prob, stream_min_bytes):
-        return _walker(prob, _walker_streams(prob, stream_min_bytes))
+        return _walker(prob, stream_min_bytes)
 
 
 class _BlockShape(NamedTuple):
@@ -329,4 +322,4 @@ class GenericKernel(Kernel):
         return True
 
     def prepare(self, prob, stream_min_bytes):
-        return _walker(prob, _walker_streams(prob, stream_min_bytes))
+        return _walker(prob, stream_min_bytes)

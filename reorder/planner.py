@@ -79,15 +79,11 @@ def plan_steps(src, dst, attrs, stream_min_bytes):
         first = (dst.dtype.itemsize < src.dtype.itemsize and src.tag is not None
                  and attrs.sum_beta is None and not attrs.comp)
         for conv_first in (True, False) if first else (False,):
+            via = Desc(src.dims, dst.dtype, src.tag) if conv_first else Desc(dst.dims, src.dtype, dst.tag)
+            a1, a2 = (attrs, None) if conv_first else (None, attrs)
             try:
-                if conv_first:
-                    via = Desc(src.dims, dst.dtype, src.tag)
-                    steps = (choose(normalise(src, via, attrs), stream_min_bytes),
-                             choose(normalise(via, dst), stream_min_bytes))
-                else:
-                    via = Desc(dst.dims, src.dtype, dst.tag)
-                    steps = (choose(normalise(src, via), stream_min_bytes),
-                             choose(normalise(via, dst, attrs), stream_min_bytes))
+                steps = (choose(normalise(src, via, a1), stream_min_bytes),
+                         choose(normalise(via, dst, a2), stream_min_bytes))
             except Incompatible:
                 continue
             if (_walk_run(steps[1 - conv_first]) or _WALK_MIN_RUN) > _walk_run(step):

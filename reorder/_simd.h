@@ -355,39 +355,14 @@ static inline void tile_t4(const uint32_t* s, const arows_t* A, int64_t na, uint
     (void)nt; tile_scalar_u32(s, A, na, d, rows, bs, nbv, nbw);
 }
 
-/* Copy one contiguous run. Short runs of a fixed size (a 16-float block row) become a few
- * inlined vector moves instead of a memcpy call. */
+/* Copy one contiguous run (copy_bytes, after copy_grid below). Short runs of a fixed size
+ * (a 16-float block row) become a few inlined vector moves instead of a memcpy call. */
 #if REORDER_X86
 __attribute__((target("avx512f")))
 static inline void stream_line(void* d, const void* s) {
     _mm512_stream_ps((float*)d, _mm512_loadu_ps(s));
 }
 #endif
-
-static inline void copy_bytes(void* d, const void* s, int64_t nbytes, int nt) {
-#if REORDER_X86
-    if (nt && nbytes == 64 && ((uintptr_t)d & 63) == 0 && !reorder_simd_disabled
-            && reorder_have_avx512()) {
-        stream_line(d, s);          /* one block row of 16 floats */
-        return;
-    }
-    if (nt && nbytes >= 64 && !reorder_simd_disabled && reorder_have_avx512()) {
-        copy_nt_avx512(d, s, nbytes);
-        return;
-    }
-#endif
-    (void)nt;
-    switch (nbytes) {
-    case 0: return;
-    case 4: memcpy(d, s, 4); return;
-    case 8: memcpy(d, s, 8); return;
-    case 16: memcpy(d, s, 16); return;
-    case 32: memcpy(d, s, 32); return;
-    case 64: memcpy(d, s, 64); return;
-    case 128: memcpy(d, s, 128); return;
-    default: memcpy(d, s, (size_t)nbytes);
-    }
-}
 
 /* A grid of nr x nc runs of nbytes each (byte strides: rss/rds between rows, css/cds between
  * the columns of a row): nhwc -> nChw16c copies, per pixel, one 16-lane run into each channel
@@ -469,6 +444,21 @@ static inline void copy_grid(char* d, const char* s, int64_t nr, int64_t rss, in
     case 256: REORDER_GRID_LOOP(256) return;
     default: REORDER_GRID_LOOP((size_t)nbytes) return;
     }
+}
+
+static inline void copy_bytes(void* d, const void* s, int64_t nbytes, int nt) {
+#if REORDER_X86
+    if (nt && nbytes == 64 && ((uintptr_t)d & 63) == 0 && !reorder_simd_disabled
+            && reorder_have_avx512()) {
+        stream_line(d, s);          /* one block row of 16 floats */
+        return;
+    }
+    if (nt && nbytes >= 64 && !reorder_simd_disabled && reorder_have_avx512()) {
+        copy_nt_avx512(d, s, nbytes);
+        return;
+    }
+#endif
+    copy_grid((char*)d, (const char*)s, 1, 0, 0, 1, 0, 0, nbytes, 0);   /* one fixed-size run */
 }
 
 /* nr runs of a padded column (byte strides rss/rds): nvalid bytes copied, then zeros up to

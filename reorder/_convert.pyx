@@ -78,6 +78,15 @@ cdef extern from "_convert_simd.h" nogil:
     ctypedef void (*rq_row_fn)(const void* s, void* d, int64_t n, const float* ssc, int64_t sk,
                                const float* dinv, int64_t dk, const rq_math_t* m) noexcept nogil
     rq_row_fn rq_row_kernel(int scode, int dcode)
+    ctypedef struct rq_grid_t:
+        int64_t cols, rows, L, nv, nw, nvl, nwl
+        int64_t css, cds, rss, rds, rks
+        const float* ssc
+        const float* dinv
+        int64_t sk, dk
+    ctypedef void (*rq_grid_fn)(const void* s, void* d, const rq_grid_t* g,
+                                const rq_math_t* m) noexcept nogil
+    rq_grid_fn rq_grid_kernel(int scode, int dcode)
     int rq_isa(int scode, int dcode)
     int rq_simd_available()
     int rq_avx2_available()
@@ -229,6 +238,7 @@ cdef struct QCtx:
     float adj
     int32_t* acc            # compensation accumulator, or NULL
     rq_row_fn row           # SIMD conversion of contiguous runs for this dtype pair, or NULL
+    rq_grid_fn grid         # SIMD conversion of a grid of short runs, or NULL
     const rq_math_t* m      # the same arithmetic, as the SIMD code takes it
 
 
@@ -425,15 +435,115 @@ cdef void _slab(const src_t* s, dst_t* d, const QCtx* c, const QCtx* cc, const W
         r += m
 
 
+cdef inline int64_t _alike_rows(const NodeList* p, const Walk* w, int64_t nvalid,
+                                int64_t rem) noexcept nogil:
+    """How many rows of node p.n - 2, from walk position w on (at most rem), share this
+    row's bounds (nvalid of the inner run's lanes are data): the rows one grid call takes."""
+    cdef int q = p.n - 2, last = p.n - 1
+    cdef int rd = p.dim[q]
+    cdef int64_t c
+    if rd < 0:
+        return rem
+    c = w.coord[rd]
+    if rd == p.dim[last]:
+        # rows and lanes along one dim (the blocks of a channel dim): alike while every lane
+        # is data
+        if nvalid < p.ext[last]:
+            return 1
+        return count_below(p.valid[rd] - (p.ext[last] - 1) * p.w[last], c, p.w[q], rem)
+    if c < p.valid[rd]:
+        return count_below(p.valid[rd], c, p.w[q], rem)
+    return count_below(p.alloc[rd], c, p.w[q], rem)
+
+
+cdef inline void _skip_rows(const NodeList* p, Walk* w, int64_t k) noexcept nogil:
+    """On k rows of node p.n - 2 (not past its end): to the last row a slab or grid took,
+    from where walk_next carries."""
+    cdef int q = p.n - 2
+    w.idx[q] += k
+    w.so += k * p.ss[q]
+    w.do += k * p.ds[q]
+    w.ko += k * p.ks[q]
+    w.co += k * p.cs[q]
+    if p.dim[q] >= 0:
+        w.coord[p.dim[q]] += k * p.w[q]
+
+
+cdef inline void _bounds_at(const NodeList* p, const Walk* w, int64_t r, int64_t* nvalid,
+                            int64_t* nwrite) noexcept nogil:
+    """walk_bounds of row r of node p.n - 2, counted from walk position w."""
+    cdef Walk v
+    cdef int q = p.n - 2
+    memcpy(v.coord, w.coord, sizeof(w.coord))
+    if p.dim[q] >= 0:
+        v.coord[p.dim[q]] += r * p.w[q]
+    walk_bounds(p, &v, nvalid, nwrite)
+
+
+cdef inline void _grid(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c,
+                       const Walk* w, int64_t cols, int64_t rows, int64_t nvalid, int64_t nwrite,
+                       int64_t nvl, int64_t nwl) noexcept nogil:
+    """From walk position w: `cols` steps of node p.n - 3 (1: none) of `rows` rows of node
+    p.n - 2, in one call of the SIMD grid; the last row's bounds are nvl, nwl."""
+    cdef int last = p.n - 1, q = p.n - 2
+    cdef rq_grid_t g
+    g.cols, g.rows, g.L = cols, rows, p.ext[last]
+    g.nv, g.nw, g.nvl, g.nwl = nvalid, nwrite, nvl, nwl
+    g.css = p.ss[q - 1] if cols > 1 else 0
+    g.cds = p.ds[q - 1] if cols > 1 else 0
+    g.rss, g.rds, g.rks = p.ss[q], p.ds[q], p.ks[q]
+    g.sk = p.ks[last] if c.sscale_masked else 0
+    g.dk = p.ks[last] if c.dscale_masked else 0
+    g.ssc = c.sscale + w.ko if c.sscale_masked else c.sscale
+    g.dinv = c.dinv + w.ko if c.dscale_masked else c.dinv
+    c.grid(s + w.so, d + w.do, &g, c.m)
+
+
+cdef inline int64_t _grid_at(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c,
+                             Walk* w, int64_t left, int cross, int split, int64_t base,
+                             int64_t it, int64_t nvalid, int64_t nwrite) noexcept nogil:
+    """Runs a grid from walk position w when one fits in the `left` iterations of the range
+    and moves w past it; returns the iterations it took (0: none fits here). With `cross`,
+    whole steps of node p.n - 3 go in one call when w is at the start of one, their last
+    row's bounds apart from the rest (the last, partial block of channels)."""
+    cdef int q = p.n - 2
+    cdef int64_t R = p.ext[q], k, cols, nvl, nwl
+    if cross and w.idx[q] == 0 and left >= R:
+        cols = p.ext[q - 1] - w.idx[q - 1]
+        if cols > left // R:
+            cols = left // R
+        k = _alike_rows(p, w, nvalid, R)
+        if k >= R - 1:
+            if k == R:
+                nvl, nwl = nvalid, nwrite
+            else:
+                _bounds_at(p, w, R - 1, &nvl, &nwl)
+            _grid(s, d, p, c, w, cols, R, nvalid, nwrite, nvl, nwl)
+            _walk_start_split(p, w, it + cols * R, split, base)
+            return cols * R
+    k = R - w.idx[q]
+    k = _alike_rows(p, w, nvalid, k if k < left else left)
+    if k < 2:
+        return 0
+    _grid(s, d, p, c, w, 1, k, nvalid, nwrite, nvalid, nwrite)
+    _skip_rows(p, w, k - 1)
+    walk_next(p, w)
+    return k
+
+
 cdef void _walk_range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c,
-                      int64_t lo, int64_t hi, int split, int64_t base, int64_t slab) noexcept nogil:
+                      int64_t lo, int64_t hi, int split, int64_t base, int64_t slab,
+                      int grid) noexcept nogil:
     """Outer iterations [lo, hi) of node list p. When split >= 0, p is a thread's copy whose
     node `split` starts at digit `base`; the pointers in s, d and c are already offset, and
     the logical coordinate of that node's dim is shifted here.
 
     slab = L > 0: the inner run is L lanes of a padded block and the next node its rows,
     dense on both sides (see Convert); the rows up to the end of that node or of the range
-    then go as one run (_slab)."""
+    then go as one run (_slab).
+    grid = 1: the inner run is a multiple of 16 lanes, contiguous on both sides, and the next
+    node its rows, with any strides (see Convert); the rows that share their bounds go in
+    one call of c.grid. grid = 2: so do whole steps of the node before the rows (_grid_at)."""
     cdef Walk w
     cdef int last = p.n - 1
     cdef int64_t it, nvalid, nwrite, R = 0, k = 0
@@ -454,12 +564,14 @@ cdef void _walk_range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c
             k = R - w.idx[last - 1]
             if k > hi - it:
                 k = hi - it
+        elif grid and nwrite > 0:
+            k = _grid_at(s, d, p, c, &w, hi - it, grid == 2, split, base, it, nvalid, nwrite)
+            if k > 0:
+                it += k
+                continue
         if k > 1 and nwrite == slab and nvalid > 0:
             _slab(s, d, c, &cc, &w, k, slab, nvalid)
-            # on to the slab's last row; walk_next carries from there
-            w.idx[last - 1] += k - 1
-            w.so += (k - 1) * p.ss[last - 1]
-            w.do += (k - 1) * p.ds[last - 1]
+            _skip_rows(p, &w, k - 1)
             walk_next(p, &w)
             it += k
             continue
@@ -731,6 +843,7 @@ cdef struct Job:
     char* scratch                # tile scratch: one part of scratch_bytes per thread
     int64_t scratch_bytes
     int64_t slab                 # the walk's padded-block lanes taken a slab at a time, or 0
+    int grid                     # the walk's grids (c.grid): 0 none, 1 rows, 2 rows and columns
 
 
 cdef void _range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, const Job* J,
@@ -742,7 +855,7 @@ cdef void _range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, con
     elif J.kind == K_W:
         _w_range(s, d, p, J.W, c, J.m, J.wfn, J.idx, lo, hi, split, base)
     else:
-        _walk_range(s, d, p, c, lo, hi, split, base, J.slab)
+        _walk_range(s, d, p, c, lo, hi, split, base, J.slab, J.grid)
 
 
 cdef void _part(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, const Job* J,
@@ -968,6 +1081,12 @@ cdef class Convert:
                        whole rows in one run and zeroes the padding lanes after. The plan
                        vouches that the source holds every lane (its padding is read, never
                        kept)
+    grid            -- 1: the innermost node is a multiple of 16 lanes, strides 1 on both
+                       sides, scale index stride 0 or 1 (and 1 when the next node has
+                       one), no comp index; the next node is its rows; the walk converts
+                       rows that share their bounds in one SIMD call (not with
+                       compensation, or without AVX-512). 2: so are whole steps of the node
+                       before the rows as columns (unchecked, no scale or comp index)
     """
     cdef NodeList p
     cdef QCtx c
@@ -977,12 +1096,13 @@ cdef class Convert:
     cdef uint8_t idx[192]
     cdef int scode, dcode, split, kind
     cdef readonly int64_t slab  # lanes of the padded block the walk converts whole, or 0
+    cdef readonly int grid      # the walk's grids: 0 none, 1 rows, 2 rows and columns
     cdef readonly bint nt       # streaming stores, as the plan decided (the tile runner)
     cdef object keep            # the arrays the context and tables point into
 
     def __init__(self, int scode, int dcode, const int64_t[:, ::1] nodes,
                  const int64_t[:, ::1] checked, Arith arith not None, int split,
-                 bint nt=False, int64_t slab=0):
+                 bint nt=False, int64_t slab=0, int grid=0):
         cdef int n
         if not (0 <= scode <= 6 and 0 <= dcode <= 6):
             raise ValueError(f"bad dtype codes {scode}, {dcode}")
@@ -1000,7 +1120,19 @@ cdef class Convert:
                          and self.p.cs[n - 2] == 0):
             raise ValueError(f"slab {slab}: the two inner nodes are not a padded block's "
                              f"lanes and rows")
+        if grid and not (0 < grid <= 2 and n >= grid + 1 and not slab
+                         and self.p.ext[n - 1] >= 16 and self.p.ext[n - 1] % 16 == 0
+                         and self.p.ss[n - 1] == 1 and self.p.ds[n - 1] == 1
+                         and self.p.ks[n - 1] in (0, 1) and self.p.cs[n - 1] == 0
+                         and (self.p.ks[n - 2] == 0 or self.p.ks[n - 1] == 1)
+                         and self.p.cs[n - 2] == 0
+                         and (grid == 1 or (self.p.dim[n - 3] < 0 and self.p.ks[n - 3] == 0
+                                            and self.p.cs[n - 3] == 0))):
+            raise ValueError(f"grid {grid}: the inner node is not a multiple of 16 lanes "
+                             f"contiguous on both sides, or its rows or columns carry an "
+                             f"index the grid cannot follow")
         self.slab = slab
+        self.grid = grid
         self.keep = arith
         self.c = arith.c
         self.m = arith.m
@@ -1053,11 +1185,13 @@ cdef class Convert:
         T.nt = T.nt and stream
         c.m = &m
         c.row = rq_row_kernel(self.scode, self.dcode) if self.kind == K_WALK else NULL
+        c.grid = rq_grid_kernel(self.scode, self.dcode) if self.kind == K_WALK else NULL
         J.kind, J.T, J.W, J.m, J.idx = self.kind, &T, &self.W, &m, self.idx
         J.bfn = rq_block_kernel(self.scode, self.dcode) if self.kind == K_TILE else NULL
         J.wfn = rq_w_kernel(self.scode, self.dcode) if self.kind == K_W else NULL
         J.scratch, J.scratch_bytes = NULL, 0
         J.slab = self.slab if self.kind == K_WALK and acc == 0 else 0
+        J.grid = self.grid if self.kind == K_WALK and acc == 0 and c.grid != NULL else 0
         c.acc = <int32_t*>acc
         if acc == 0:
             split = -1

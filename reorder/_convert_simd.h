@@ -59,6 +59,21 @@ typedef void (*rq_w_fn)(const void* src, void* dst, const rq_w_t* k, const rq_ma
 typedef void (*rq_row_fn)(const void* s, void* d, int64_t n, const float* ssc, int64_t sk,
                           const float* dinv, int64_t dk, const rq_math_t* m);
 
+/* A grid of short runs (the strided walk's rows of a block): `cols` columns of `rows` runs
+   of L lanes, run (c, r) at s + c * css + r * rss and d + c * cds + r * rds (elements). In
+   every row but the last lanes [0, nv) convert and [nv, nw) are written as zeros, in the last
+   [0, nvl) and [nvl, nwl); lanes past those are left alone. L is a multiple of 16, nv <= nw
+   <= L. Scales are one value (sk / dk 0) or one per lane (1), those of row r from
+   ssc + r * rks. */
+typedef struct {
+    int64_t cols, rows, L, nv, nw, nvl, nwl;
+    int64_t css, cds, rss, rds, rks;
+    const float* ssc;
+    const float* dinv;
+    int64_t sk, dk;
+} rq_grid_t;
+typedef void (*rq_grid_fn)(const void* s, void* d, const rq_grid_t* g, const rq_math_t* m);
+
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define RQ_X86 1
@@ -242,11 +257,11 @@ RQ_TGT static inline __m128i rq_cv8_u8(__m512 v) {
 #define RQ_PACK2_f16(x, y) RQ_PACK2_CV(f16, x, y)
 #define RQ_PACK2_bf16(x, y) RQ_PACK2_CV(bf16, x, y)
 #define RQ_PACK2_bf16hw(x, y) ((__m512i)_mm512_cvtne2ps_pbh((y), (x)))
-#define RQ_PACK2_f32(x, y) _mm512_setzero_si512()
-#define RQ_PACK2_f64(x, y) _mm512_setzero_si512()
-#define RQ_PACK2_s8(x, y) _mm512_setzero_si512()
-#define RQ_PACK2_u8(x, y) _mm512_setzero_si512()
-#define RQ_PACK2_s32(x, y) _mm512_setzero_si512()
+#define RQ_PACK2_f32(x, y) ((void)(x), (void)(y), _mm512_setzero_si512())
+#define RQ_PACK2_f64(x, y) ((void)(x), (void)(y), _mm512_setzero_si512())
+#define RQ_PACK2_s8(x, y) ((void)(x), (void)(y), _mm512_setzero_si512())
+#define RQ_PACK2_u8(x, y) ((void)(x), (void)(y), _mm512_setzero_si512())
+#define RQ_PACK2_s32(x, y) ((void)(x), (void)(y), _mm512_setzero_si512())
 /* arithmetic of one destination vector (same order as the scalar code), then the store */
 #define RQ_TILE_OUT(DN, ST, V, D)                                                               \
     do {                                                                                        \
@@ -1230,6 +1245,136 @@ static const rq_row_fn rq5_rows_bf16hw[7] = {
     rq5_row_f32_bf16hw, rq5_row_f64_bf16hw, rq5_row_f16_bf16hw, rq5_row_bf16_bf16hw,
     rq5_row_s8_bf16hw, rq5_row_u8_bf16hw, rq5_row_s32_bf16hw };
 
+/* ---- AVX-512 grids: a block's short runs in one call (see rq_grid_t) -------------------- */
+/* lanes J.. of a run at SP / DP, scales from SSC / DSC: KV the lanes to convert, NWJ the
+   lanes to write (a part of a vector goes through a buffer, so nothing past the run is
+   touched) */
+#define RQ6_VEC(SN, SSIZE, DN, DSIZE, ST, SP, DP, SSC, DSC, J, KV, NWJ)                         \
+    do {                                                                                        \
+        const int64_t j6_ = (J), nwj_ = (NWJ);                                                  \
+        const __mmask16 kl = (KV);                                                              \
+        __m512 vs = vs1, vd = vd1;                                                              \
+        if (hs && sk) vs = _mm512_maskz_loadu_ps(kl, (SSC) + j6_);                              \
+        if (hd && dk) vd = _mm512_maskz_loadu_ps(kl, (DSC) + j6_);                              \
+        const __m512 x6_ = rq_ld_##SN((SP) + j6_ * SSIZE, kl);                                  \
+        if (nwj_ >= 16) {                                                                       \
+            RQ_TILE_OUT(DN, ST, x6_, (DP) + j6_ * DSIZE);                                       \
+        } else {                                                                                \
+            char db6_[16 * DSIZE];                                                              \
+            memset(db6_, 0, sizeof(db6_));                                                      \
+            if (hm) memcpy(db6_, (DP) + j6_ * DSIZE, (size_t)nwj_ * DSIZE);                     \
+            RQ_TILE_OUT(DN, ST, x6_, db6_);                                                     \
+            memcpy((DP) + j6_ * DSIZE, db6_, (size_t)nwj_ * DSIZE);                             \
+        }                                                                                       \
+    } while (0)
+#define RQ6_MASK(n) ((n) >= 16 ? (__mmask16)0xffff : (n) <= 0 ? (__mmask16)0                   \
+                     : (__mmask16)((1u << (n)) - 1u))
+/* column c, every row, with cached stores: whole runs of 16 lanes first, 4 rows at a time */
+#define RQ6_COL(SN, SSIZE, DN, DSIZE, ST, C)                                                    \
+    int64_t r0 = 0;                                                                             \
+    if (g->L == 16 && g->nv == 16 && g->nw == 16) {                                             \
+        const int64_t full = g->nvl == 16 && g->nwl == 16 ? g->rows : g->rows - 1;              \
+        const char* sp = s + (C) * csb;                                                         \
+        char* dp = d + (C) * cdb;                                                               \
+        const __mmask16 kl = 0xffff;                                                            \
+        _Pragma("GCC unroll 4")                                                                 \
+        for (; r0 < full; r0++) {                                                               \
+            __m512 vs = vs1, vd = vd1;                                                          \
+            if (hs && sk) vs = _mm512_loadu_ps(ssc + r0 * g->rks);                              \
+            if (hd && dk) vd = _mm512_loadu_ps(dinv + r0 * g->rks);                             \
+            RQ_TILE_OUT(DN, ST, rq_ld_##SN(sp + r0 * rsb, 0xffff), dp + r0 * rdb);              \
+        }                                                                                       \
+    }                                                                                           \
+    for (int64_t r = r0; r < g->rows; r++) {                                                    \
+        const char* sp = s + (C) * csb + r * rsb;                                               \
+        char* dp = d + (C) * cdb + r * rdb;                                                     \
+        const int64_t nv_ = r == g->rows - 1 ? g->nvl : g->nv;                                  \
+        const int64_t nw_ = r == g->rows - 1 ? g->nwl : g->nw;                                  \
+        for (int64_t j = 0; j < nw_; j += 16)                                                   \
+            RQ6_VEC(SN, SSIZE, DN, DSIZE, ST, sp, dp, ssc + r * g->rks, dinv + r * g->rks, j,   \
+                    RQ6_MASK(nv_ - j), nw_ - j);                                                \
+    }
+#define RQ6_GRID(SN, SSIZE, DN, DSIZE, TGT, ST)                                                 \
+TGT static inline __attribute__((always_inline)) void                                          \
+rq6_grid_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_math_t* m,       \
+                          const int PURE) {                                                     \
+    const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
+    const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
+    const int hz = !PURE && m->has_szp, hs = !PURE && m->has_sscale, hm = !PURE && m->has_sum;  \
+    const int hd = !PURE && m->has_dscale, hdz = !PURE && m->has_dzp, ha = !PURE && m->has_adj; \
+    const float* ssc = g->ssc;                                                                  \
+    const float* dinv = g->dinv;                                                                \
+    const int64_t sk = g->sk, dk = g->dk;                                                       \
+    /* per-lane scales are read under the lanes' mask only (a run of padding has none) */     \
+    const __m512 vs1 = _mm512_set1_ps(hs && !sk ? ssc[0] : 1.0f);                              \
+    const __m512 vd1 = _mm512_set1_ps(hd && !dk ? dinv[0] : 1.0f);                             \
+    __m512i vacc = _mm512_setzero_si512();                                                      \
+    const int64_t csb = g->css * SSIZE, cdb = g->cds * DSIZE;                                   \
+    const int64_t rsb = g->rss * SSIZE, rdb = g->rds * DSIZE;                                   \
+    const int64_t NV = 64 / DSIZE / 16;                                                         \
+    int64_t c = 0;                                                                              \
+    /* runs of 16 lanes that continue each other in dst across the columns: NV columns make   \
+       a 64-byte line of each row, stored past the caches (the columns go through in groups  \
+       of NV, their rows inside, so the source is read in order) */                         \
+    if (RQ_NTL_##ST && m->nt && !hm && g->L == 16 && g->cds == 16 && g->nw == 16               \
+            && g->nwl == 16 && g->cols >= 2 * NV && (rdb & 63) == 0                             \
+            && ((uintptr_t)d % (16 * DSIZE)) == 0) {                                            \
+        for (; c < g->cols && ((uintptr_t)(d + c * cdb) & 63); c++) {                           \
+            RQ6_COL(SN, SSIZE, DN, DSIZE, ST, c)                                                \
+        }                                                                                       \
+        for (; c + NV <= g->cols; c += NV) {                                                    \
+            for (int64_t r = 0; r < g->rows; r++) {                                             \
+                const __mmask16 kv = RQ6_MASK(r == g->rows - 1 ? g->nvl : g->nv);              \
+                __m512 vs = vs1, vd = vd1;                                                      \
+                if (hs && sk) vs = _mm512_maskz_loadu_ps(kv, ssc + r * g->rks);                 \
+                if (hd && dk) vd = _mm512_maskz_loadu_ps(kv, dinv + r * g->rks);                \
+                __m512 v4[4];                                                                   \
+                _Pragma("GCC unroll 4")                                                         \
+                for (int u = 0; u < 4; u++) {                                                   \
+                    if (u >= NV) break;                                                         \
+                    v4[u] = _mm512_maskz_mov_ps(kv, RQ_TILE_MATH(                               \
+                        rq_ld_##SN(s + (c + u) * csb + r * rsb, kv)));                          \
+                }                                                                               \
+                _mm512_stream_si512((__m512i*)(d + c * cdb + r * rdb), RQ_LINE_##ST(v4));       \
+            }                                                                                   \
+        }                                                                                       \
+        _mm_sfence();                                                                           \
+    }                                                                                           \
+    for (; c < g->cols; c++) {                                                                  \
+        RQ6_COL(SN, SSIZE, DN, DSIZE, ST, c)                                                    \
+    }                                                                                           \
+    (void)vacc;                                                                                 \
+}                                                                                               \
+TGT static void rq6_grid_##SN##_##ST(const void* s, void* d, const rq_grid_t* g,                \
+                                     const rq_math_t* m) {                                      \
+    if (!(m->has_szp || m->has_sscale || m->has_sum || m->has_dscale || m->has_dzp || m->has_adj)) \
+        rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, 1);                           \
+    else                                                                                        \
+        rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, 0);                           \
+}
+#define RQ6_FOR(SN, SSIZE)                                                                     \
+    RQ6_GRID(SN, SSIZE, f32, 4, RQ_TGT, f32) RQ6_GRID(SN, SSIZE, f64, 8, RQ_TGT, f64)          \
+    RQ6_GRID(SN, SSIZE, f16, 2, RQ_TGT, f16) RQ6_GRID(SN, SSIZE, bf16, 2, RQ_TGT, bf16)        \
+    RQ6_GRID(SN, SSIZE, s8, 1, RQ_TGT, s8) RQ6_GRID(SN, SSIZE, u8, 1, RQ_TGT, u8)              \
+    RQ6_GRID(SN, SSIZE, s32, 4, RQ_TGT, s32) RQ6_GRID(SN, SSIZE, bf16, 2, RQ_TGT_BF16, bf16hw)
+RQ6_FOR(f32, 4)
+RQ6_FOR(f64, 8)
+RQ6_FOR(f16, 2)
+RQ6_FOR(bf16, 2)
+RQ6_FOR(s8, 1)
+RQ6_FOR(u8, 1)
+RQ6_FOR(s32, 4)
+#define RQ6_RGRID(SN) { rq6_grid_##SN##_f32, rq6_grid_##SN##_f64, rq6_grid_##SN##_f16,          \
+                        rq6_grid_##SN##_bf16, rq6_grid_##SN##_s8, rq6_grid_##SN##_u8,           \
+                        rq6_grid_##SN##_s32 }
+static const rq_grid_fn rq6_grids[7][7] = {
+    RQ6_RGRID(f32), RQ6_RGRID(f64), RQ6_RGRID(f16), RQ6_RGRID(bf16), RQ6_RGRID(s8),
+    RQ6_RGRID(u8), RQ6_RGRID(s32)
+};
+static const rq_grid_fn rq6_grids_bf16hw[7] = {
+    rq6_grid_f32_bf16hw, rq6_grid_f64_bf16hw, rq6_grid_f16_bf16hw, rq6_grid_bf16_bf16hw,
+    rq6_grid_s8_bf16hw, rq6_grid_u8_bf16hw, rq6_grid_s32_bf16hw };
+
 #else
 #define RQ_X86 0
 #endif
@@ -1274,6 +1419,17 @@ static inline rq_row_fn rq_row_kernel(int scode, int dcode) {
 #endif
     (void)scode; (void)dcode;
     return (rq_row_fn)0;
+}
+/* the AVX-512 grid for this dtype pair, or NULL: the walk then takes the rows one at a time */
+static inline rq_grid_fn rq_grid_kernel(int scode, int dcode) {
+#if RQ_X86
+    switch (rq_isa(scode, dcode)) {
+    case 3: return rq6_grids_bf16hw[scode];
+    case 2: return rq6_grids[scode][dcode];
+    }
+#endif
+    (void)scode; (void)dcode;
+    return (rq_grid_fn)0;
 }
 static inline int rq_simd_available(void) { return rq_have_avx512(); }
 static inline int rq_avx2_available(void) { return rq_have_avx2(); }

@@ -16,6 +16,9 @@ __all__ = ["ConversionKernel", "arith_for", "call_values"]
 
 CODES = _convert.CODES
 
+# A grid's rows this far apart in dst (bytes) or nearer may take streaming stores.
+GRID_STREAM_ROW_BYTES = 4096
+
 # The tile path takes at most this many destination-contiguous lanes per outer position.
 TILE_MAX_LANES = 4096
 
@@ -194,6 +197,42 @@ def call_values(a, like, src_scales, dst_scales, src_zero_point, dst_zero_point,
     return like.with_values(sscale, dscale, szp, dzp, beta)
 
 
+def grid_kind(prob):
+    """How the conversion walk takes its innermost node as grids (Convert.grid): 0 not at
+    all; 1 that node's rows in one call, when it is a multiple of 16 lanes contiguous on
+    both sides and all data (a block's channels; a padded block, nhwc -> nChw16c at C=19,
+    measured slower as a grid than moved and converted in two steps), its scale index steps
+    0 or 1 along them (1 if the rows step it too) and nothing carries a comp index; 2 also
+    whole steps of the node before the rows (the pixels), when that node is unchecked and
+    carries no scale index. Compensation keeps the per-run walk, and so does a CPU without
+    AVX-512, which has no grid code."""
+    if len(prob.nodes) < 2 or prob.attrs.comp or not _convert.simd_available():
+        return 0
+    lane, (lk, lc), (rk, rc) = prob.nodes[-1], prob.qstrides[-1], prob.qstrides[-2]
+    if not (lane.ss == lane.ds == 1 and lane.extent >= 16 and lane.extent % 16 == 0
+            and lane.dim < 0
+            and lk in (0, 1) and lc == rc == 0 and (rk == 0 or lk == 1)):
+        return 0
+    if len(prob.nodes) >= 3 and prob.nodes[-3].dim < 0 and prob.qstrides[-3] == (0, 0):
+        return 2
+    return 1
+
+
+def grid_order(prob):
+    """prob with the grid's rows taken along the source: the node on which the source runs
+    on from the lanes (nhwc -> nChw16c: the blocks of one pixel) goes next to them, so that
+    a grid reads its source in order."""
+    L = prob.nodes[-1].extent
+    for i in range(len(prob.nodes) - 2, -1, -1):
+        if prob.nodes[i].ss == L:
+            break
+    else:
+        return prob
+    order = [k for k in range(len(prob.nodes) - 1) if k != i] + [i, len(prob.nodes) - 1]
+    return dataclasses.replace(prob, nodes=tuple(prob.nodes[k] for k in order),
+                               qstrides=tuple(prob.qstrides[k] for k in order))
+
+
 class ConversionKernel(Kernel):
     name = "convert"
     why = ("type conversion, scales, zero points, sum and compensation fused into one pass "
@@ -221,6 +260,11 @@ class ConversionKernel(Kernel):
                                             _split_node(onodes, oq),
                                             np.array(params, dtype=np.int64))
         if layout is None:
+            grid = grid_kind(prob) and not slab_lanes(prob)
+            if grid:
+                ordered = grid_order(prob)
+                grid = grid_kind(ordered)
+                prob = ordered if grid else prob
             rows = [tuple(nd) + tuple(q) for nd, q in zip(prob.nodes, prob.qstrides)]
             nodes = np.array(rows, dtype=np.int64).reshape(-1, 7)
             # a contiguous run streams 1-, 2- and 4-byte outputs when they are large, unless
@@ -228,9 +272,14 @@ class ConversionKernel(Kernel):
             dsize = prob.dst.dtype.itemsize
             nt = dsize in (1, 2, 4) and dsize <= prob.src.dtype.itemsize \
                 and prob.streams(stream_min_bytes)
+            # a grid streams only where its rows lie near each other in dst (nChw16c -> nhwc:
+            # the pixels); rows in far planes (nhwc -> nChw16c: one per block) fill their
+            # lines over consecutive pixels in cache instead
+            if grid == 2 and prob.nodes[-2].ds * dsize > GRID_STREAM_ROW_BYTES:
+                nt = False
             return _convert.Convert(*codes, nodes, checked, arith,
                                     _split_node(prob.nodes, prob.qstrides), nt,
-                                    slab_lanes(prob))
+                                    0 if grid else slab_lanes(prob), grid)
         chain, ib, outer, blk_dims = layout
         onodes = [prob.nodes[i] for i in outer]
         oq = [prob.qstrides[i] for i in outer]

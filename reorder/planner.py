@@ -10,8 +10,10 @@ the plain layout, and a conversion across layouts that only the strided walk cou
 plane of 49 pixels, nChw16c -> nchw) as a move into the destination's layout followed by the
 conversion there.
 """
+import math
+
 from . import _convert
-from .conversion import ConversionKernel
+from .conversion import ConversionKernel, grid_order
 from .desc import Desc
 from .move_kernels import BlockKernel, CopyKernel, GenericKernel, TransposeKernel
 from .normalise import Incompatible, normalise
@@ -41,13 +43,15 @@ _WALK_MIN_RUN = 64
 
 def _walk_run(step):
     """For a conversion on the element walk, the elements its innermost node runs contiguous
-    on both sides (0: strided on one side), or a whole slab of a padded block's rows where
-    the walk takes those (Convert.slab); None for any other runner."""
+    on both sides (0: strided on one side), or all the rows (and columns) the walk takes in
+    one call (Convert.slab, Convert.grid); None for any other runner."""
     if type(step.runner) is not _convert.Convert or not step.problem.nodes:
         return None
     nodes = step.problem.nodes
     if step.runner.slab:
         return nodes[-1].extent * nodes[-2].extent
+    if step.runner.grid:
+        return math.prod(nd.extent for nd in grid_order(step.problem).nodes[-1 - step.runner.grid:])
     return nodes[-1].extent if nodes[-1].ss == 1 and nodes[-1].ds == 1 else 0
 
 

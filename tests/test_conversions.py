@@ -944,3 +944,66 @@ def test_tile_scratch_allocation_failure_raises_memory_error():
         _convert.set_alloc_failure(False)
     exp, _, _ = qr.ref_reorder(x.reshape(-1), x.shape, "abcd", "aBcd16b", "f32", "bf16")
     np.testing.assert_array_equal(bits(p(x)).reshape(-1), bits(exp))
+
+
+# The conversion walk's grids (Convert.grid): a block's runs of 16 channels with their rows
+# (blocks or pixels) and columns (pixels or blocks) in one SIMD call, cached or streamed.
+GRID_CASES = [
+    ("acdb", "aBcd16b", (2, 32, 5, 7)),      # nhwc -> nChw16c: rows the blocks, columns pixels
+    ("aBcd16b", "acdb", (2, 48, 5, 7)),      # nChw16c -> nhwc: rows the pixels, columns blocks
+    ("aBcd16b", "acdb", (1, 144, 3, 5)),     # 9 blocks: rows not whole lines, cached
+    ("aBcd16b", "acdb", (1, 192, 3, 5)),     # 12 blocks: streamed lines of 1, 2 or 4 blocks
+    ("acdeb", "aBcde16b", (1, 64, 2, 3, 5)),
+    ("acdb", "aBcd16b", (0, 32, 3, 3)),
+]
+GRID_PAIRS = [("f32", "s8", {"dst_scales": 0.25, "dst_zero_point": -3}),
+              ("f32", "u8", {"dst_scales": np.linspace(0.1, 2, 192, dtype=np.float32),
+                             "dst_scale_mask": 2, "dst_zero_point": 100}),
+              ("f32", "bf16", {}), ("f32", "f16", {"sum_beta": 0.5}), ("bf16", "f32", {}),
+              ("s8", "f32", {"src_scales": 0.5, "src_zero_point": 7}), ("u8", "f16", {})]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["cached-stores", "streaming-stores"])
+@pytest.mark.parametrize("sdt,ddt,kw", GRID_PAIRS, ids=[f"{s}-{d}" for s, d, _ in GRID_PAIRS])
+@pytest.mark.parametrize("stag,dtag,dims", GRID_CASES, ids=lambda v: "x".join(map(str, v))
+                         if isinstance(v, tuple) else v)
+def test_short_runs_convert_as_a_grid(stag, dtag, dims, sdt, ddt, kw, stream, simd):
+    """nhwc <-> nChw16c in one pass: the walk takes each block's 16 channels as a grid of
+    rows and columns, on every SIMD path, with the plan's streaming threshold at 0 and at
+    2**62, on 1, 2 and 3 threads (a thread's range may start inside a column). Per-channel
+    scales step along the rows (or the columns, which then go one at a time); sum reads dst
+    back. Against the reference, bytes compared."""
+    kw = dict(kw)
+    if "dst_scale_mask" in kw:
+        kw["dst_scales"] = kw["dst_scales"][:dims[1]]
+    names = {"src_scales": "src_scales", "dst_scales": "dst_scales", "dst_scale_mask": "dst_mask",
+             "src_zero_point": "src_zp", "dst_zero_point": "dst_zp", "sum_beta": "beta"}
+    rng = np.random.default_rng(zlib.crc32(f"{stag} {dims} {sdt} {ddt}".encode()))
+    sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)
+    src = qr.place(values_for(sdt, math.prod(dims), rng), dims, stag, sdt)
+    p = cached_plan(sdesc, ddesc, None, make_attrs(**kw), 0 if stream else 1 << 62)
+    # per-channel scales step along nChw16c -> nhwc's columns (the blocks): rows only there
+    want = 1 if "dst_scale_mask" in kw and stag.startswith("aB") else 2 if math.prod(dims) else 0
+    assert p.kernel == "convert" and p.runners[0].grid == want, p.explain()
+    ref_kw = {names[k]: v for k, v in kw.items()}
+    old = qr.random_values(qr.nelems(dims, dtag), ddt, rng)
+    if "sum_beta" in kw:
+        ref_kw["dst_old"] = old
+    exp, _, _ = qr.ref_reorder(src, dims, stag, dtag, sdt, ddt, **ref_kw)
+    for threads in (1, 2, 3):
+        out = old.copy().reshape(ddesc.physical_shape)
+        p(src.reshape(sdesc.physical_shape), out=out, threads=threads)
+        np.testing.assert_array_equal(bits(out), bits(exp))
+
+
+def test_grid_refused():
+    """The kernel refuses a grid on nodes it cannot follow: lanes not a multiple of 16, a
+    comp index, columns along a checked dim."""
+    lanes = [16, 1, 1, -1, 1, 0, 0]
+    for nodes, what in (([[4, 16, 48, -1, 1, 0, 0], [5, 16, 16, -1, 1, 0, 0], [8, 1, 1, -1, 1, 0, 0]],
+                         "8 lanes"),
+                        ([[4, 16, 48, -1, 1, 0, 0], [5, 16, 16, -1, 1, 0, 1], lanes], "comp index"),
+                        ([[4, 16, 48, 2, 1, 0, 0], [5, 16, 16, -1, 1, 0, 0], lanes], "checked columns")):
+        with pytest.raises(ValueError, match="grid 2"):
+            _convert.Convert(0, 4, np.array(nodes, np.int64), np.array([[2, 3, 4]], np.int64),
+                             _convert.Arith(), -1, False, 0, 2)

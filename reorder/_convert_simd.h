@@ -1222,28 +1222,26 @@ TGT static void rq5_row_##SN##_##ST(const void* s, void* d, int64_t n, const flo
     else                                                                                        \
         rq5_row_body_##SN##_##ST((const char*)s, (char*)d, n, ssc, sk, dinv, dk, m, 0);         \
 }
-#define RQ5_FOR(SN, SSIZE)                                                                     \
-    RQ5_ROW(SN, SSIZE, f32, 4, RQ_TGT, f32) RQ5_ROW(SN, SSIZE, f64, 8, RQ_TGT, f64)            \
-    RQ5_ROW(SN, SSIZE, f16, 2, RQ_TGT, f16) RQ5_ROW(SN, SSIZE, bf16, 2, RQ_TGT, bf16)          \
-    RQ5_ROW(SN, SSIZE, s8, 1, RQ_TGT, s8) RQ5_ROW(SN, SSIZE, u8, 1, RQ_TGT, u8)                \
-    RQ5_ROW(SN, SSIZE, s32, 4, RQ_TGT, s32) RQ5_ROW(SN, SSIZE, bf16, 2, RQ_TGT_BF16, bf16hw)
-RQ5_FOR(f32, 4)
-RQ5_FOR(f64, 8)
-RQ5_FOR(f16, 2)
-RQ5_FOR(bf16, 2)
-RQ5_FOR(s8, 1)
-RQ5_FOR(u8, 1)
-RQ5_FOR(s32, 4)
-#define RQ5_RROW(SN) { rq5_row_##SN##_f32, rq5_row_##SN##_f64, rq5_row_##SN##_f16,             \
-                       rq5_row_##SN##_bf16, rq5_row_##SN##_s8, rq5_row_##SN##_u8,              \
-                       rq5_row_##SN##_s32 }
-static const rq_row_fn rq5_rows[7][7] = {
-    RQ5_RROW(f32), RQ5_RROW(f64), RQ5_RROW(f16), RQ5_RROW(bf16), RQ5_RROW(s8), RQ5_RROW(u8),
-    RQ5_RROW(s32)
-};
-static const rq_row_fn rq5_rows_bf16hw[7] = {
-    rq5_row_f32_bf16hw, rq5_row_f64_bf16hw, rq5_row_f16_bf16hw, rq5_row_bf16_bf16hw,
-    rq5_row_s8_bf16hw, rq5_row_u8_bf16hw, rq5_row_s32_bf16hw };
+/* M(SN, SSIZE, DN, DSIZE, TGT, ST) for every pair of types (the hardware bf16 among the
+   destinations), and a kernel table's row for source SN / column for destination DN */
+#define RQ_EACH_DST(M, SN, SSIZE)                                                               \
+    M(SN, SSIZE, f32, 4, RQ_TGT, f32) M(SN, SSIZE, f64, 8, RQ_TGT, f64)                         \
+    M(SN, SSIZE, f16, 2, RQ_TGT, f16) M(SN, SSIZE, bf16, 2, RQ_TGT, bf16)                       \
+    M(SN, SSIZE, s8, 1, RQ_TGT, s8) M(SN, SSIZE, u8, 1, RQ_TGT, u8)                             \
+    M(SN, SSIZE, s32, 4, RQ_TGT, s32) M(SN, SSIZE, bf16, 2, RQ_TGT_BF16, bf16hw)
+#define RQ_EACH_PAIR(M)                                                                         \
+    RQ_EACH_DST(M, f32, 4) RQ_EACH_DST(M, f64, 8) RQ_EACH_DST(M, f16, 2)                        \
+    RQ_EACH_DST(M, bf16, 2) RQ_EACH_DST(M, s8, 1) RQ_EACH_DST(M, u8, 1) RQ_EACH_DST(M, s32, 4)
+#define RQ_TABLE_ROW(P, SN) { P##SN##_f32, P##SN##_f64, P##SN##_f16, P##SN##_bf16, P##SN##_s8,    \
+                              P##SN##_u8, P##SN##_s32 }
+#define RQ_TABLE(P) { RQ_TABLE_ROW(P, f32), RQ_TABLE_ROW(P, f64), RQ_TABLE_ROW(P, f16),          \
+                      RQ_TABLE_ROW(P, bf16), RQ_TABLE_ROW(P, s8), RQ_TABLE_ROW(P, u8),           \
+                      RQ_TABLE_ROW(P, s32) }
+#define RQ_TABLE_BF16HW(P) { P##f32_bf16hw, P##f64_bf16hw, P##f16_bf16hw, P##bf16_bf16hw,       \
+                             P##s8_bf16hw, P##u8_bf16hw, P##s32_bf16hw }
+RQ_EACH_PAIR(RQ5_ROW)
+static const rq_row_fn rq5_rows[7][7] = RQ_TABLE(rq5_row_);
+static const rq_row_fn rq5_rows_bf16hw[7] = RQ_TABLE_BF16HW(rq5_row_);
 
 /* ---- AVX-512 grids: a block's short runs in one call (see rq_grid_t) -------------------- */
 /* lanes J.. of a run at SP / DP, scales from SSC / DSC: KV the lanes to convert, NWJ the
@@ -1352,28 +1350,9 @@ TGT static void rq6_grid_##SN##_##ST(const void* s, void* d, const rq_grid_t* g,
     else                                                                                        \
         rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, 0);                           \
 }
-#define RQ6_FOR(SN, SSIZE)                                                                     \
-    RQ6_GRID(SN, SSIZE, f32, 4, RQ_TGT, f32) RQ6_GRID(SN, SSIZE, f64, 8, RQ_TGT, f64)          \
-    RQ6_GRID(SN, SSIZE, f16, 2, RQ_TGT, f16) RQ6_GRID(SN, SSIZE, bf16, 2, RQ_TGT, bf16)        \
-    RQ6_GRID(SN, SSIZE, s8, 1, RQ_TGT, s8) RQ6_GRID(SN, SSIZE, u8, 1, RQ_TGT, u8)              \
-    RQ6_GRID(SN, SSIZE, s32, 4, RQ_TGT, s32) RQ6_GRID(SN, SSIZE, bf16, 2, RQ_TGT_BF16, bf16hw)
-RQ6_FOR(f32, 4)
-RQ6_FOR(f64, 8)
-RQ6_FOR(f16, 2)
-RQ6_FOR(bf16, 2)
-RQ6_FOR(s8, 1)
-RQ6_FOR(u8, 1)
-RQ6_FOR(s32, 4)
-#define RQ6_RGRID(SN) { rq6_grid_##SN##_f32, rq6_grid_##SN##_f64, rq6_grid_##SN##_f16,          \
-                        rq6_grid_##SN##_bf16, rq6_grid_##SN##_s8, rq6_grid_##SN##_u8,           \
-                        rq6_grid_##SN##_s32 }
-static const rq_grid_fn rq6_grids[7][7] = {
-    RQ6_RGRID(f32), RQ6_RGRID(f64), RQ6_RGRID(f16), RQ6_RGRID(bf16), RQ6_RGRID(s8),
-    RQ6_RGRID(u8), RQ6_RGRID(s32)
-};
-static const rq_grid_fn rq6_grids_bf16hw[7] = {
-    rq6_grid_f32_bf16hw, rq6_grid_f64_bf16hw, rq6_grid_f16_bf16hw, rq6_grid_bf16_bf16hw,
-    rq6_grid_s8_bf16hw, rq6_grid_u8_bf16hw, rq6_grid_s32_bf16hw };
+RQ_EACH_PAIR(RQ6_GRID)
+static const rq_grid_fn rq6_grids[7][7] = RQ_TABLE(rq6_grid_);
+static const rq_grid_fn rq6_grids_bf16hw[7] = RQ_TABLE_BF16HW(rq6_grid_);
 
 #else
 #define RQ_X86 0

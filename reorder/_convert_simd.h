@@ -1292,17 +1292,30 @@ static const rq_row_fn rq5_rows_bf16hw[7] = RQ_TABLE_BF16HW(rq5_row_);
             RQ6_VEC(SN, SSIZE, DN, DSIZE, ST, sp, dp, ssc + r * g->rks, dinv + r * g->rks, j,   \
                     RQ6_MASK(nv_ - j), nw_ - j);                                                \
     }
+/* the arithmetic a grid body is compiled for: none, one common src or dst scale alone (the
+   usual int8 activations), or any (flags read at run time) */
+enum { RQ6_PURE, RQ6_SSCALE, RQ6_DSCALE, RQ6_ANY };
+static inline int rq6_mode(const rq_grid_t* g, const rq_math_t* m) {
+    const int rest = m->has_szp || m->has_sum || m->has_dzp || m->has_adj;
+    if (!(rest || m->has_sscale || m->has_dscale)) return RQ6_PURE;
+    if (!rest && m->has_sscale && !m->has_dscale && !g->sk) return RQ6_SSCALE;
+    if (!rest && m->has_dscale && !m->has_sscale && !g->dk) return RQ6_DSCALE;
+    return RQ6_ANY;
+}
 #define RQ6_GRID(SN, SSIZE, DN, DSIZE, TGT, ST)                                                 \
 TGT static inline __attribute__((always_inline)) void                                          \
 rq6_grid_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_math_t* m,       \
-                          const int PURE) {                                                     \
+                          const int MODE) {                                                     \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
-    const int hz = !PURE && m->has_szp, hs = !PURE && m->has_sscale, hm = !PURE && m->has_sum;  \
-    const int hd = !PURE && m->has_dscale, hdz = !PURE && m->has_dzp, ha = !PURE && m->has_adj; \
+    const int any = MODE == RQ6_ANY;                                                            \
+    const int hz = any && m->has_szp, hm = any && m->has_sum;                                   \
+    const int hs = MODE == RQ6_SSCALE || (any && m->has_sscale);                                \
+    const int hd = MODE == RQ6_DSCALE || (any && m->has_dscale);                                \
+    const int hdz = any && m->has_dzp, ha = any && m->has_adj;                                  \
     const float* ssc = g->ssc;                                                                  \
     const float* dinv = g->dinv;                                                                \
-    const int64_t sk = g->sk, dk = g->dk;                                                       \
+    const int64_t sk = any ? g->sk : 0, dk = any ? g->dk : 0;                                   \
     /* per-lane scales are read under the lanes' mask only (a run of padding has none) */     \
     const __m512 vs1 = _mm512_set1_ps(hs && !sk ? ssc[0] : 1.0f);                              \
     const __m512 vd1 = _mm512_set1_ps(hd && !dk ? dinv[0] : 1.0f);                             \
@@ -1345,10 +1358,12 @@ rq6_grid_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_m
 }                                                                                               \
 TGT static void rq6_grid_##SN##_##ST(const void* s, void* d, const rq_grid_t* g,                \
                                      const rq_math_t* m) {                                      \
-    if (!(m->has_szp || m->has_sscale || m->has_sum || m->has_dscale || m->has_dzp || m->has_adj)) \
-        rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, 1);                           \
-    else                                                                                        \
-        rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, 0);                           \
+    switch (rq6_mode(g, m)) {                                                                   \
+    case RQ6_PURE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ6_PURE); break;  \
+    case RQ6_SSCALE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ6_SSCALE); break; \
+    case RQ6_DSCALE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ6_DSCALE); break; \
+    default: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ6_ANY);               \
+    }                                                                                           \
 }
 RQ_EACH_PAIR(RQ6_GRID)
 static const rq_grid_fn rq6_grids[7][7] = RQ_TABLE(rq6_grid_);

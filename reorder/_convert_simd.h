@@ -1267,20 +1267,30 @@ static const rq_row_fn rq5_rows_bf16hw[7] = RQ_TABLE_BF16HW(rq5_row_);
     } while (0)
 #define RQ6_MASK(n) ((n) >= 16 ? (__mmask16)0xffff : (n) <= 0 ? (__mmask16)0                   \
                      : (__mmask16)((1u << (n)) - 1u))
-/* column c, every row, with cached stores: whole runs of 16 lanes first, 4 rows at a time */
+/* column c, every row, with cached stores: whole runs of 16 lanes first, 4 rows at a time,
+   and a last row of 16 whose data lanes end early (a padded block) under its mask */
 #define RQ6_COL(SN, SSIZE, DN, DSIZE, ST, C)                                                    \
     int64_t r0 = 0;                                                                             \
     if (g->L == 16 && g->nv == 16 && g->nw == 16) {                                             \
-        const int64_t full = g->nvl == 16 && g->nwl == 16 ? g->rows : g->rows - 1;              \
         const char* sp = s + (C) * csb;                                                         \
         char* dp = d + (C) * cdb;                                                               \
-        const __mmask16 kl = 0xffff;                                                            \
-        _Pragma("GCC unroll 4")                                                                 \
-        for (; r0 < full; r0++) {                                                               \
+        {                                                                                       \
+            const __mmask16 kl = 0xffff;                                                        \
+            _Pragma("GCC unroll 4")                                                             \
+            for (; r0 < g->rows - 1; r0++) {                                                   \
+                __m512 vs = vs1, vd = vd1;                                                      \
+                if (hs && sk) vs = _mm512_loadu_ps(ssc + r0 * g->rks);                          \
+                if (hd && dk) vd = _mm512_loadu_ps(dinv + r0 * g->rks);                         \
+                RQ_TILE_OUT(DN, ST, rq_ld_##SN(sp + r0 * rsb, 0xffff), dp + r0 * rdb);          \
+            }                                                                                   \
+        }                                                                                       \
+        if (g->nwl == 16) {                                                                     \
+            const __mmask16 kl = RQ6_MASK(g->nvl);                                              \
             __m512 vs = vs1, vd = vd1;                                                          \
-            if (hs && sk) vs = _mm512_loadu_ps(ssc + r0 * g->rks);                              \
-            if (hd && dk) vd = _mm512_loadu_ps(dinv + r0 * g->rks);                             \
-            RQ_TILE_OUT(DN, ST, rq_ld_##SN(sp + r0 * rsb, 0xffff), dp + r0 * rdb);              \
+            if (hs && sk) vs = _mm512_maskz_loadu_ps(kl, ssc + r0 * g->rks);                    \
+            if (hd && dk) vd = _mm512_maskz_loadu_ps(kl, dinv + r0 * g->rks);                   \
+            RQ_TILE_OUT(DN, ST, rq_ld_##SN(sp + r0 * rsb, kl), dp + r0 * rdb);                  \
+            r0++;                                                                               \
         }                                                                                       \
     }                                                                                           \
     for (int64_t r = r0; r < g->rows; r++) {                                                    \

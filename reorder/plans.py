@@ -4,7 +4,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .conversion import arith_for
+from .conversion import arith_for, grid_order
 from .threads import resolve
 from ._kernels import data_address
 from .binding import aligned_empty, bind_source, check_dst, check_out
@@ -165,6 +165,11 @@ class Plan:
             lines.append(f"  kernel {kernel.name}: {kernel.why}")
             if prob.attrs is not None:
                 lines.append(f"  conversion: {self.attrs.describe(prob.src, prob.dst)}")
+            if getattr(st.runner, "grid", 0):
+                walk = grid_order(prob).nodes[-1 - st.runner.grid:]
+                lines.append(f"  grids: {' x '.join(str(nd.extent) for nd in walk)} "
+                             f"({'columns, ' if st.runner.grid == 2 else ''}rows, lanes) "
+                             f"to a SIMD call; the rows are the node the source runs on along")
             if st.runner.nt:
                 moved, smb = _bytes(prob.moved_bytes), _bytes(self.stream_min_bytes)
                 if upto > 1:

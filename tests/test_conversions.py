@@ -15,6 +15,7 @@ import pytest
 import reorder as ro
 from reorder import _convert, planner
 from reorder.attrs import make_attrs
+from reorder.conversion import arith_for
 from reorder.plan_cache import cached_plan
 from reorder.plans import _steps
 import quant_reference as qr
@@ -1007,3 +1008,33 @@ def test_grid_refused():
         with pytest.raises(ValueError, match="grid 2"):
             _convert.Convert(0, 4, np.array(nodes, np.int64), np.array([[2, 3, 4]], np.int64),
                              _convert.Arith(), -1, False, 0, 2)
+
+
+@pytest.mark.parametrize("kw", [{"dst_scales": 0.25}, {"dst_scales": 0.25, "dst_zero_point": 9},
+                                {"dst_scales": np.linspace(0.1, 2, 19, dtype=np.float32),
+                                 "dst_scale_mask": 2}], ids=["scale", "zp", "per-channel"])
+def test_grid_of_a_padded_block(kw, simd):
+    """The grid kernel given a padded block by hand (nhwc -> nChw16c at C=19, which the
+    planner leaves to two steps): each pixel's second block has 3 data lanes under its
+    mask and 13 zeros. Against the reference on 1, 2 and 3 threads (ranges that start inside
+    a pixel), dst starting as 0x5A."""
+    dims = (2, 19, 3, 5)
+    rng = np.random.default_rng(11)
+    src = values_for("f32", math.prod(dims), rng)           # nhwc is dense: logical order
+    nhwc = src.reshape(2, 19, 3, 5).transpose(0, 2, 3, 1).copy()
+    sdesc = ro.Desc(dims, "f32", "acdb")
+    ddesc = ro.Desc(dims, "s8", "aBcd16b")
+    nodes = np.array([[2, 285, 480, -1, 1, 0, 0],          # n
+                      [15, 19, 16, -1, 1, 0, 0],           # pixels: the columns
+                      [2, 16, 240, 1, 16, 16 if "dst_scale_mask" in kw else 0, 0],  # blocks
+                      [16, 1, 1, 1, 1, 1 if "dst_scale_mask" in kw else 0, 0]], np.int64)
+    checked = np.array([[1, 19, 32]], np.int64)
+    arith = arith_for(make_attrs(**kw).bind(sdesc, ddesc))
+    r = _convert.Convert(0, 4, nodes, checked, arith, -1, False, 0, 2)
+    ref_kw = {{"dst_scales": "dst_scales", "dst_zero_point": "dst_zp",
+               "dst_scale_mask": "dst_mask"}[k]: v for k, v in kw.items()}
+    exp, _, _ = qr.ref_reorder(src, dims, "abcd", "aBcd16b", "f32", "s8", **ref_kw)
+    for threads in (1, 2, 3):
+        out = np.full(ddesc.physical_shape, 0x5A, np.int8)
+        r.run(nhwc.ctypes.data, out.ctypes.data, threads)
+        np.testing.assert_array_equal(out.reshape(-1), exp)

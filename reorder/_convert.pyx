@@ -1087,6 +1087,9 @@ cdef class Convert:
                        rows that share their bounds in one SIMD call (not with
                        compensation, or without AVX-512). 2: so are whole steps of the node
                        before the rows as columns (unchecked, no scale or comp index)
+    grid_split      -- with grid 2, the rows' node (n - 2) when threads split that node
+                       rather than the outer iterations (their columns share dst lines:
+                       nChw16c -> nhwc at C=64), or -1
     """
     cdef NodeList p
     cdef QCtx c
@@ -1095,6 +1098,7 @@ cdef class Convert:
     cdef WSpec W
     cdef uint8_t idx[192]
     cdef int scode, dcode, split, kind
+    cdef readonly int grid_split  # the node threads split without compensation, or -1
     cdef readonly int64_t slab  # lanes of the padded block the walk converts whole, or 0
     cdef readonly int grid      # the walk's grids: 0 none, 1 rows, 2 rows and columns
     cdef readonly bint nt       # streaming stores, as the plan decided (the tile runner)
@@ -1102,7 +1106,7 @@ cdef class Convert:
 
     def __init__(self, int scode, int dcode, const int64_t[:, ::1] nodes,
                  const int64_t[:, ::1] checked, Arith arith not None, int split,
-                 bint nt=False, int64_t slab=0, int grid=0):
+                 bint nt=False, int64_t slab=0, int grid=0, int grid_split=-1):
         cdef int n
         if not (0 <= scode <= 6 and 0 <= dcode <= 6):
             raise ValueError(f"bad dtype codes {scode}, {dcode}")
@@ -1131,8 +1135,11 @@ cdef class Convert:
             raise ValueError(f"grid {grid}: the inner node is not a multiple of 16 lanes "
                              f"contiguous on both sides, or its rows or columns carry an "
                              f"index the grid cannot follow")
+        if not (grid_split == -1 or (grid == 2 and grid_split == n - 2)):
+            raise ValueError(f"grid_split {grid_split}: only a grid's rows (node {n - 2}) split")
         self.slab = slab
         self.grid = grid
+        self.grid_split = grid_split
         self.keep = arith
         self.c = arith.c
         self.m = arith.m
@@ -1194,7 +1201,7 @@ cdef class Convert:
         J.grid = self.grid if self.kind == K_WALK and acc == 0 and c.grid != NULL else 0
         c.acc = <int32_t*>acc
         if acc == 0:
-            split = -1
+            split = self.grid_split
         elif split < 0:
             nthreads = 1          # no node to split: one thread owns every sum
         if nthreads < 1:

@@ -16,7 +16,8 @@ __all__ = ["ConversionKernel", "arith_for", "call_values"]
 
 CODES = _convert.CODES
 
-# A grid's rows this far apart in dst (bytes) or nearer may take streaming stores.
+# A grid's rows this far apart in dst (bytes) or nearer may take streaming stores; threads
+# split the rows of a grid whose rows are this long or shorter across its columns.
 GRID_STREAM_ROW_BYTES = 4096
 
 # The tile path takes at most this many destination-contiguous lanes per outer position.
@@ -277,9 +278,14 @@ class ConversionKernel(Kernel):
             # lines over consecutive pixels in cache instead
             if grid == 2 and prob.nodes[-2].ds * dsize > GRID_STREAM_ROW_BYTES:
                 nt = False
+            # threads that split a grid's columns would share every row's dst lines when a
+            # row is short (nChw16c -> nhwc at C=64: 64 bytes a pixel); they split the rows
+            cols = prob.nodes[-3] if grid == 2 else None
+            gsplit = len(prob.nodes) - 2 if grid == 2 and \
+                cols.extent * cols.ds * dsize <= GRID_STREAM_ROW_BYTES else -1
             return _convert.Convert(*codes, nodes, checked, arith,
                                     _split_node(prob.nodes, prob.qstrides), nt,
-                                    0 if grid else slab_lanes(prob), grid)
+                                    0 if grid else slab_lanes(prob), grid, gsplit)
         chain, ib, outer, blk_dims = layout
         onodes = [prob.nodes[i] for i in outer]
         oq = [prob.qstrides[i] for i in outer]

@@ -57,8 +57,8 @@ def _walk_run(step):
 
 def _slow_walk(step):
     """A conversion on the element walk whose innermost node is strided on one side, or a
-    contiguous run too short for the SIMD rows (nChw16c -> nhwc: 16): the tiles did not take
-    it."""
+    contiguous run too short for the SIMD rows and not taken as a grid (nChw16c -> nhwc at
+    C=19: 16): the tiles did not take it."""
     run = _walk_run(step)
     return run is not None and run < _WALK_MIN_RUN and step.problem.nodes[-1].extent > 1
 

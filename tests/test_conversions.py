@@ -986,6 +986,9 @@ def test_short_runs_convert_as_a_grid(stag, dtag, dims, sdt, ddt, kw, stream, si
     # per-channel scales step along nChw16c -> nhwc's columns (the blocks): rows only there
     want = 1 if "dst_scale_mask" in kw and stag.startswith("aB") else 2 if math.prod(dims) else 0
     assert p.kernel == "convert" and p.runners[0].grid == want, p.explain()
+    # nChw16c -> nhwc: a pixel's blocks share dst lines, so threads split the pixels
+    if want == 2 and stag.startswith("aB"):
+        assert p.runners[0].grid_split >= 0, p.explain()
     ref_kw = {names[k]: v for k, v in kw.items()}
     old = qr.random_values(qr.nelems(dims, dtag), ddt, rng)
     if "sum_beta" in kw:
@@ -999,7 +1002,7 @@ def test_short_runs_convert_as_a_grid(stag, dtag, dims, sdt, ddt, kw, stream, si
 
 def test_grid_refused():
     """The kernel refuses a grid on nodes it cannot follow: lanes not a multiple of 16, a
-    comp index, columns along a checked dim."""
+    comp index, columns along a checked dim; and a thread split on any node but the rows."""
     lanes = [16, 1, 1, -1, 1, 0, 0]
     for nodes, what in (([[4, 16, 48, -1, 1, 0, 0], [5, 16, 16, -1, 1, 0, 0], [8, 1, 1, -1, 1, 0, 0]],
                          "8 lanes"),
@@ -1008,6 +1011,10 @@ def test_grid_refused():
         with pytest.raises(ValueError, match="grid 2"):
             _convert.Convert(0, 4, np.array(nodes, np.int64), np.array([[2, 3, 4]], np.int64),
                              _convert.Arith(), -1, False, 0, 2)
+    nodes = np.array([[4, 16, 48, -1, 1, 0, 0], [5, 16, 16, -1, 1, 0, 0], lanes], np.int64)
+    with pytest.raises(ValueError, match="grid_split 0"):     # threads split only the rows
+        _convert.Convert(0, 4, nodes, np.zeros((0, 3), np.int64), _convert.Arith(), -1, False,
+                         0, 2, 0)
 
 
 @pytest.mark.parametrize("kw", [{"dst_scales": 0.25}, {"dst_scales": 0.25, "dst_zero_point": 9},

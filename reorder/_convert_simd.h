@@ -1303,13 +1303,17 @@ static const rq_row_fn rq5_rows_bf16hw[7] = RQ_TABLE_BF16HW(rq5_row_);
                     RQ6_MASK(nv_ - j), nw_ - j);                                                \
     }
 /* the arithmetic a grid body is compiled for: none, one common src or dst scale alone (the
-   usual int8 activations), or any (flags read at run time) */
-enum { RQ6_PURE, RQ6_SSCALE, RQ6_DSCALE, RQ6_ANY };
+   usual int8 activations), a common dst scale and zero point (u8 activations), or any (flags
+   read at run time) */
+enum { RQ6_PURE, RQ6_SSCALE, RQ6_DSCALE, RQ6_DSCALE_ZP, RQ6_ANY };
 static inline int rq6_mode(const rq_grid_t* g, const rq_math_t* m) {
     const int rest = m->has_szp || m->has_sum || m->has_dzp || m->has_adj;
     if (!(rest || m->has_sscale || m->has_dscale)) return RQ6_PURE;
     if (!rest && m->has_sscale && !m->has_dscale && !g->sk) return RQ6_SSCALE;
     if (!rest && m->has_dscale && !m->has_sscale && !g->dk) return RQ6_DSCALE;
+    if (m->has_dscale && m->has_dzp && !g->dk && !(m->has_szp || m->has_sum || m->has_adj
+                                                   || m->has_sscale))
+        return RQ6_DSCALE_ZP;
     return RQ6_ANY;
 }
 #define RQ6_GRID(SN, SSIZE, DN, DSIZE, TGT, ST)                                                 \
@@ -1321,8 +1325,8 @@ rq6_grid_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_m
     const int any = MODE == RQ6_ANY;                                                            \
     const int hz = any && m->has_szp, hm = any && m->has_sum;                                   \
     const int hs = MODE == RQ6_SSCALE || (any && m->has_sscale);                                \
-    const int hd = MODE == RQ6_DSCALE || (any && m->has_dscale);                                \
-    const int hdz = any && m->has_dzp, ha = any && m->has_adj;                                  \
+    const int hd = MODE == RQ6_DSCALE || MODE == RQ6_DSCALE_ZP || (any && m->has_dscale);       \
+    const int hdz = MODE == RQ6_DSCALE_ZP || (any && m->has_dzp), ha = any && m->has_adj;       \
     const float* ssc = g->ssc;                                                                  \
     const float* dinv = g->dinv;                                                                \
     const int64_t sk = any ? g->sk : 0, dk = any ? g->dk : 0;                                   \
@@ -1372,6 +1376,8 @@ TGT static void rq6_grid_##SN##_##ST(const void* s, void* d, const rq_grid_t* g,
     case RQ6_PURE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ6_PURE); break;  \
     case RQ6_SSCALE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ6_SSCALE); break; \
     case RQ6_DSCALE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ6_DSCALE); break; \
+    case RQ6_DSCALE_ZP:                                                                         \
+        rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ6_DSCALE_ZP); break;        \
     default: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ6_ANY);               \
     }                                                                                           \
 }

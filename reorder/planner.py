@@ -51,7 +51,8 @@ def _walk_run(step):
     if step.runner.slab:
         return nodes[-1].extent * nodes[-2].extent
     if step.runner.grid:
-        return math.prod(nd.extent for nd in grid_order(step.problem).nodes[-1 - step.runner.grid:])
+        walked = grid_order(step.problem).nodes
+        return math.prod(nd.extent for nd in walked[-1 - step.runner.grid:])
     return nodes[-1].extent if nodes[-1].ss == 1 and nodes[-1].ds == 1 else 0
 
 

@@ -1004,14 +1004,14 @@ def test_grid_refused():
     """The kernel refuses a grid on nodes it cannot follow: lanes not a multiple of 16, a
     comp index, columns along a checked dim; and a thread split on any node but the rows."""
     lanes = [16, 1, 1, -1, 1, 0, 0]
-    for nodes, what in (([[4, 16, 48, -1, 1, 0, 0], [5, 16, 16, -1, 1, 0, 0], [8, 1, 1, -1, 1, 0, 0]],
-                         "8 lanes"),
-                        ([[4, 16, 48, -1, 1, 0, 0], [5, 16, 16, -1, 1, 0, 1], lanes], "comp index"),
-                        ([[4, 16, 48, 2, 1, 0, 0], [5, 16, 16, -1, 1, 0, 0], lanes], "checked columns")):
+    cols, rows = [4, 16, 48, -1, 1, 0, 0], [5, 16, 16, -1, 1, 0, 0]
+    for nodes in ([cols, rows, [8, 1, 1, -1, 1, 0, 0]],           # 8 lanes
+                  [cols, [5, 16, 16, -1, 1, 0, 1], lanes],        # a comp index on the rows
+                  [[4, 16, 48, 2, 1, 0, 0], rows, lanes]):        # columns along a checked dim
         with pytest.raises(ValueError, match="grid 2"):
             _convert.Convert(0, 4, np.array(nodes, np.int64), np.array([[2, 3, 4]], np.int64),
                              _convert.Arith(), -1, False, 0, 2)
-    nodes = np.array([[4, 16, 48, -1, 1, 0, 0], [5, 16, 16, -1, 1, 0, 0], lanes], np.int64)
+    nodes = np.array([cols, rows, lanes], np.int64)
     with pytest.raises(ValueError, match="grid_split 0"):     # threads split only the rows
         _convert.Convert(0, 4, nodes, np.zeros((0, 3), np.int64), _convert.Arith(), -1, False,
                          0, 2, 0)

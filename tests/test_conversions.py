@@ -955,6 +955,8 @@ GRID_CASES = [
     ("aBcd16b", "acdb", (1, 144, 3, 5)),     # 9 blocks: rows not whole lines, cached
     ("aBcd16b", "acdb", (1, 192, 3, 5)),     # 12 blocks: streamed lines of 1, 2 or 4 blocks
     ("acdeb", "aBcde16b", (1, 64, 2, 3, 5)),
+    ("acdb", "aBcd32b", (2, 64, 3, 5)),      # runs of 32 lanes: two vectors a run
+    ("aBcd32b", "acdb", (2, 64, 3, 5)),
     ("acdb", "aBcd16b", (0, 32, 3, 3)),
 ]
 GRID_PAIRS = [("f32", "s8", {"dst_scales": 0.25, "dst_zero_point": -3}),

@@ -84,7 +84,8 @@ def plan_steps(src, dst, attrs, stream_min_bytes):
         first = (dst.dtype.itemsize < src.dtype.itemsize and src.tag is not None
                  and attrs.sum_beta is None and not attrs.comp)
         for conv_first in (True, False) if first else (False,):
-            via = Desc(src.dims, dst.dtype, src.tag) if conv_first else Desc(dst.dims, src.dtype, dst.tag)
+            via = (Desc(src.dims, dst.dtype, src.tag) if conv_first
+                   else Desc(dst.dims, src.dtype, dst.tag))
             a1, a2 = (attrs, None) if conv_first else (None, attrs)
             try:
                 steps = (choose(normalise(src, via, a1), stream_min_bytes),

@@ -57,7 +57,7 @@ cdef extern from "_convert_simd.h" nogil:
         int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj
         int nt
     ctypedef struct rq_block_t:
-        int64_t ngroups, dB, nbv, nbw, nt
+        int64_t ngroups, dB, nbv, nbw, nt, wide
         const int64_t* soff
         const uint16_t* lanes
         const float* ssc
@@ -593,7 +593,8 @@ cdef void _walk_range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c
 # SIMD tile (or the portable loop below) converts the whole run of B.
 
 cdef struct TileSpec:
-    int64_t nt                   # stream (non-temporal) full 64-byte lines of 16-bit outputs
+    int64_t nt                   # stream (non-temporal) full 64-byte lines
+    int64_t wide                 # 1-byte outputs: four lane groups at a time (rq_block_t)
     int64_t ngroups
     const int64_t* soff          # [G*16] lane src offsets (elements)
     const int64_t* koff          # [G*16] lane scale index offsets
@@ -677,7 +678,7 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
         acc[j] = 0
     for g in range(G):
         lanes[g] = 0xffff
-    blk.ngroups, blk.dB, blk.soff, blk.nt = G, T.bds, T.soff, T.nt
+    blk.ngroups, blk.dB, blk.soff, blk.nt, blk.wide = G, T.bds, T.soff, T.nt, T.wide
     blk.lanes, blk.ssc, blk.dinv = lanes, ssc, dinv
     blk.acc = acc if c.acc != NULL else NULL
     _walk_start_split(p, &w, lo, split, base)
@@ -1226,13 +1227,17 @@ cdef class ConvertTile(Convert):
     soff, koff, coff -- [G*16] lane tables (int64)
     acoord    -- [nck, G*16] lane coordinates along the checked dims in `ckdims`
     b         -- B as (extent, dst stride, weight, checked dim or -1)
-    nt        -- stream full 64-byte lines of 16-bit outputs
+    nt        -- stream full 64-byte lines
+    wide      -- 1-byte outputs: convert four lane groups at a time, so that each column's
+                 64 bytes are stored whole (the planner's choice: where B is short)
     """
+    cdef readonly bint wide
+
     def __init__(self, int scode, int dcode, const int64_t[:, ::1] nodes,
                  const int64_t[:, ::1] checked, Arith arith not None, int split,
                  const int64_t[::1] soff, const int64_t[::1] koff, const int64_t[::1] coff,
                  const int64_t[:, ::1] acoord, const int64_t[::1] ckdims, const int64_t[::1] b,
-                 bint nt):
+                 bint nt, bint wide=False):
         Convert.__init__(self, scode, dcode, nodes, checked, arith, split)
         cdef int k
         n = soff.shape[0]
@@ -1245,6 +1250,8 @@ cdef class ConvertTile(Convert):
         self.keep = (self.keep, soff, koff, coff, acoord)
         self.nt = nt
         self.T.nt = nt
+        self.wide = wide
+        self.T.wide = wide
         self.T.ngroups = n // 16
         self.T.soff = &soff[0]
         self.T.koff = &koff[0]

@@ -33,7 +33,9 @@ typedef struct {
    vectors ssc/dinv[16g..], lane mask lanes[g], accumulators acc[16g..] or NULL). */
 typedef struct {
     int64_t ngroups, dB, nbv, nbw;
-    int64_t nt;            /* stream full 64-byte lines of 16-bit outputs (large dst) */
+    int64_t nt;            /* stream full 64-byte lines (large dst) */
+    int64_t wide;          /* 1-byte outputs: four groups at a time (rq_tile4), the plan's
+                              choice where the source rows are short */
     const int64_t* soff;
     const uint16_t* lanes;
     const float* ssc;
@@ -177,20 +179,107 @@ RQ_TGT static inline void rq_st_s32(void* p, __m512 v, __mmask16 k, __m512i* acc
     _mm512_storeu_si512(p, _mm512_maskz_cvt_roundps_epi32(k, v, RQ_RNE));
 }
 
-/* 1-byte destinations from one source row of 16 (every lane valid, no sums): rq_st_s8 /
-   rq_st_u8's arithmetic, returning the 16 bytes */
-RQ_TGT static inline __m128i rq_cv8_s8(__m512 v) {
-    v = _mm512_min_ps(v, _mm512_set1_ps(127.0f));                 /* NaN -> 127 */
-    __m512i q = _mm512_max_epi32(_mm512_cvt_roundps_epi32(v, RQ_RNE), _mm512_set1_epi32(-128));
-    return _mm512_cvtepi32_epi8(q);
+/* 4 x 16 values -> 64 bytes: rq_st_s8 / rq_st_u8's clamps on the floats, then the
+   saturating packs, which clamp the int32 as their max / truncation would. The packs leave
+   128-bit lane k holding elements 4k..4k+3 of v[0], v[1], v[2], v[3] in turn. */
+RQ_TGT static inline __attribute__((always_inline)) __m512i rq_pack4_s8(const __m512 v[4]) {
+    const __m512 hi = _mm512_set1_ps(127.0f);                     /* NaN -> 127 */
+    __m512i q[4];
+    for (int u = 0; u < 4; u++) q[u] = _mm512_cvt_roundps_epi32(_mm512_min_ps(v[u], hi), RQ_RNE);
+    return _mm512_packs_epi16(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[3]));
 }
-RQ_TGT static inline __m128i rq_cv8_u8(__m512 v) {
-    v = _mm512_max_ps(v, _mm512_setzero_ps());                    /* NaN -> 0 */
-    v = _mm512_min_ps(v, _mm512_set1_ps(255.0f));
-    return _mm512_cvtepi32_epi8(_mm512_cvt_roundps_epi32(v, RQ_RNE));
+RQ_TGT static inline __attribute__((always_inline)) __m512i rq_pack4_u8(const __m512 v[4]) {
+    const __m512 hi = _mm512_set1_ps(255.0f), lo = _mm512_setzero_ps();   /* NaN -> 0 */
+    __m512i q[4];
+    for (int u = 0; u < 4; u++)
+        q[u] = _mm512_cvt_roundps_epi32(_mm512_min_ps(_mm512_max_ps(v[u], lo), hi), RQ_RNE);
+    return _mm512_packus_epi16(_mm512_packus_epi32(q[0], q[1]), _mm512_packus_epi32(q[2], q[3]));
 }
-/* 1-byte types go through a byte transpose instead of the f32 one: RQ_B8 marks them, RQ_CV8
-   converts a row to them, RQ_WIDEN a register of them to f32 */
+/* one dword permute undoes the packs' interleave: v[0..3] in order, 16 bytes each */
+RQ_TGT static inline __m512i rq_unpack_lanes(__m512i x) {
+    return _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), x);
+}
+/* v[k] = lane k of a[0], a[1], a[2], a[3] (a 4 x 4 transpose of 128-bit lanes) */
+RQ_TGT static inline __attribute__((always_inline)) void
+rq_tr4x4_lanes(const __m512i a[4], __m512i v[4]) {
+    const __m512i w0 = _mm512_shuffle_i32x4(a[0], a[1], 0x44);
+    const __m512i w1 = _mm512_shuffle_i32x4(a[0], a[1], 0xee);
+    const __m512i w2 = _mm512_shuffle_i32x4(a[2], a[3], 0x44);
+    const __m512i w3 = _mm512_shuffle_i32x4(a[2], a[3], 0xee);
+    v[0] = _mm512_shuffle_i32x4(w0, w2, 0x88);
+    v[1] = _mm512_shuffle_i32x4(w0, w2, 0xdd);
+    v[2] = _mm512_shuffle_i32x4(w1, w3, 0x88);
+    v[3] = _mm512_shuffle_i32x4(w1, w3, 0xdd);
+}
+RQ_TGT static inline __attribute__((always_inline)) void
+rq_put4(char* d, const __m512i v[4], int nt) {
+    if (nt) {
+        for (int k = 0; k < 4; k++) _mm512_stream_si512((__m512i*)(d + 64 * k), v[k]);
+    } else {
+        for (int k = 0; k < 4; k++) _mm512_storeu_si512(d + 64 * k, v[k]);
+    }
+}
+/* A 16 x 16 tile of converted values, row a = lane a's 16 columns b, to bytes transposed:
+   column 4k + j's 16 lanes in 128-bit lane k of u[j]. Four packs make 4 x 4 blocks (rows x
+   columns) in each 128-bit lane; a byte shuffle turns each block to columns, so dword b of
+   pack g holds column b's lanes 4g..4g+3; two rounds of unpacks gather the packs' dwords. */
+#define RQ_TR8(DN)                                                                              \
+RQ_TGT static inline __attribute__((always_inline)) void                                       \
+rq_tr8_##DN(const __m512 r[16], __m512i u[4]) {                                                 \
+    const __m512i cols = _mm512_broadcast_i32x4(                                                \
+        _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));                  \
+    __m512i z[4], t[4];                                                                         \
+    for (int g = 0; g < 4; g++) z[g] = _mm512_shuffle_epi8(rq_pack4_##DN(r + 4 * g), cols);    \
+    t[0] = _mm512_unpacklo_epi32(z[0], z[1]);                                                   \
+    t[1] = _mm512_unpackhi_epi32(z[0], z[1]);                                                   \
+    t[2] = _mm512_unpacklo_epi32(z[2], z[3]);                                                   \
+    t[3] = _mm512_unpackhi_epi32(z[2], z[3]);                                                   \
+    u[0] = _mm512_unpacklo_epi64(t[0], t[2]);                                                   \
+    u[1] = _mm512_unpackhi_epi64(t[0], t[2]);                                                   \
+    u[2] = _mm512_unpacklo_epi64(t[1], t[3]);                                                   \
+    u[3] = _mm512_unpackhi_epi64(t[1], t[3]);                                                   \
+}                                                                                               \
+/* the tile's columns b to d + b * step (streamed when nt: step 16, d 64-byte aligned) */     \
+RQ_TGT static inline __attribute__((always_inline)) void                                       \
+rq_tr8_put_##DN(const __m512 r[16], char* d, int64_t step, int nt) {                            \
+    __m512i u[4];                                                                               \
+    rq_tr8_##DN(r, u);                                                                          \
+    if (step == 16) {                                                                           \
+        __m512i v[4];                                                                           \
+        rq_tr4x4_lanes(u, v);                                                                   \
+        rq_put4(d, v, nt && ((uintptr_t)d & 63) == 0);                                          \
+        return;                                                                                 \
+    }                                                                                           \
+    for (int j = 0; j < 4; j++) {                                                               \
+        _mm_storeu_si128((__m128i*)(d + j * step), _mm512_castsi512_si128(u[j]));               \
+        _mm_storeu_si128((__m128i*)(d + (4 + j) * step), _mm512_extracti32x4_epi32(u[j], 1));   \
+        _mm_storeu_si128((__m128i*)(d + (8 + j) * step), _mm512_extracti32x4_epi32(u[j], 2));   \
+        _mm_storeu_si128((__m128i*)(d + (12 + j) * step), _mm512_extracti32x4_epi32(u[j], 3));  \
+    }                                                                                           \
+}
+RQ_TR8(s8)
+RQ_TR8(u8)
+#define RQ_TR8_s8 rq_tr8_put_s8
+#define RQ_TR8_u8 rq_tr8_put_u8
+#define RQ_TR8U_s8 rq_tr8_s8
+#define RQ_TR8U_u8 rq_tr8_u8
+#define RQ_TR8_NONE(r, d, step, nt) ((void)(r), (void)(d), (void)(step), (void)(nt))
+#define RQ_TR8U_NONE(r, u) ((void)(r), (void)(u))
+#define RQ_TR8U_f32 RQ_TR8U_NONE
+#define RQ_TR8U_f64 RQ_TR8U_NONE
+#define RQ_TR8U_f16 RQ_TR8U_NONE
+#define RQ_TR8U_bf16 RQ_TR8U_NONE
+#define RQ_TR8U_bf16hw RQ_TR8U_NONE
+#define RQ_TR8U_s32 RQ_TR8U_NONE
+#define RQ_TR8_f32 RQ_TR8_NONE
+#define RQ_TR8_f64 RQ_TR8_NONE
+#define RQ_TR8_f16 RQ_TR8_NONE
+#define RQ_TR8_bf16 RQ_TR8_NONE
+#define RQ_TR8_bf16hw RQ_TR8_NONE
+#define RQ_TR8_s32 RQ_TR8_NONE
+/* 1-byte types go through a byte transpose instead of the f32 one: RQ_B8 marks them, RQ_TR8
+   converts and transposes a tile to them, RQ_WIDEN widens a register of them to f32 */
 #define RQ_B8_s8 1
 #define RQ_B8_u8 1
 #define RQ_B8_f32 0
@@ -199,14 +288,6 @@ RQ_TGT static inline __m128i rq_cv8_u8(__m512 v) {
 #define RQ_B8_bf16 0
 #define RQ_B8_bf16hw 0
 #define RQ_B8_s32 0
-#define RQ_CV8_s8 rq_cv8_s8
-#define RQ_CV8_u8 rq_cv8_u8
-#define RQ_CV8_f32(v) _mm_setzero_si128()
-#define RQ_CV8_f64(v) _mm_setzero_si128()
-#define RQ_CV8_f16(v) _mm_setzero_si128()
-#define RQ_CV8_bf16(v) _mm_setzero_si128()
-#define RQ_CV8_bf16hw(v) _mm_setzero_si128()
-#define RQ_CV8_s32(v) _mm_setzero_si128()
 #define RQ_WIDEN_s8(x) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(x))
 #define RQ_WIDEN_u8(x) _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(x))
 #define RQ_WIDEN_f32(x) _mm512_setzero_ps()
@@ -233,6 +314,28 @@ RQ_TGT static inline __m128i rq_cv8_u8(__m512 v) {
         if (hdz) w_ = _mm512_add_ps(w_, dzp);                                                   \
         if (ha) w_ = _mm512_mul_ps(w_, adj);                                                    \
         w_; })
+/* The arithmetic a body is compiled for: none, one src or dst scale alone (int8 activations
+   in and out), a dst scale with a zero point (u8 activations), or any (flags read at run
+   time: their tests in unrolled loops cost more than the conversion). sk / dk: the scales
+   step per lane; the bodies with a scale take one common value. */
+enum { RQ_PURE, RQ_SSCALE, RQ_DSCALE, RQ_DSCALE_ZP, RQ_ANY };
+static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
+    const int rest = m->has_szp || m->has_sum || m->has_dzp || m->has_adj;
+    if (!(rest || m->has_sscale || m->has_dscale)) return RQ_PURE;
+    if (!rest && m->has_sscale && !m->has_dscale && !sk) return RQ_SSCALE;
+    if (!rest && m->has_dscale && !m->has_sscale && !dk) return RQ_DSCALE;
+    if (m->has_dscale && m->has_dzp && !dk && !(m->has_szp || m->has_sum || m->has_adj
+                                                || m->has_sscale))
+        return RQ_DSCALE_ZP;
+    return RQ_ANY;
+}
+/* the flags of a body compiled for MODE: constants but in RQ_ANY */
+#define RQ_MODE_FLAGS(MODE)                                                                     \
+    const int rq_any = (MODE) == RQ_ANY;                                                        \
+    const int hz = rq_any && m->has_szp, hm = rq_any && m->has_sum, ha = rq_any && m->has_adj;  \
+    const int hs = (MODE) == RQ_SSCALE || (rq_any && m->has_sscale);                            \
+    const int hd = (MODE) == RQ_DSCALE || (MODE) == RQ_DSCALE_ZP || (rq_any && m->has_dscale);  \
+    const int hdz = (MODE) == RQ_DSCALE_ZP || (rq_any && m->has_dzp);
 #define RQ_CV_f16 rq_cv_f16
 #define RQ_CV_bf16 rq_cv_bf16
 #define RQ_CV_bf16hw rq_cv_bf16hw
@@ -286,6 +389,28 @@ rq_put8(char* d, const __m512i w[8], int nt) {
         for (int j = 0; j < 8; j++) _mm512_storeu_si512(d + 64 * j, w[j]);
     }
 }
+/* all lane groups of one outer position (see rq_block_t), the body compiled for MODE; 1-byte \
+   outputs four groups at a time where they can */                                            \
+#define RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, MODE)                                          \
+    for (int64_t g = 0; g < k->ngroups; g++) {                                                  \
+        int64_t b0 = 0;                                                                         \
+        if (RQ_B8_##ST && k->wide && g + 4 <= k->ngroups && k->nbv >= 16 && !k->acc             \
+                && !((MODE) == RQ_ANY && m->has_sum)                                            \
+                && (k->lanes[g] & k->lanes[g + 1] & k->lanes[g + 2] & k->lanes[g + 3]) == 0xffff) { \
+            b0 = rq_tile4_##SN##_##DN((const char*)src, k->soff + 16 * g,                       \
+                                      (char*)dst + 16 * g, k->dB, k->nbv, k->ssc + 16 * g,      \
+                                      k->dinv + 16 * g, m, (int)k->nt, MODE);                   \
+            for (int64_t e = g + 3; g < e; g++)                                                 \
+                rq_tile_##SN##_##DN((const char*)src + b0 * SSIZE, k->soff + 16 * g,             \
+                                    (char*)dst + 16 * g + b0 * k->dB, k->dB, k->nbv - b0,       \
+                                    k->nbw - b0, 0xffff, k->ssc + 16 * g, k->dinv + 16 * g, m,  \
+                                    (int32_t*)0, (int)k->nt, MODE);                             \
+        }                                                                                       \
+        rq_tile_##SN##_##DN((const char*)src + b0 * SSIZE, k->soff + 16 * g,                     \
+                            (char*)dst + (16 * g + b0 * k->dB) * DSIZE, k->dB, k->nbv - b0,     \
+                            k->nbw - b0, k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m,     \
+                            k->acc ? k->acc + 16 * g : (int32_t*)0, (int)k->nt, MODE);          \
+    }
 #define RQ_TILE(SN, SSIZE, DN, DSIZE) RQ_TILE_T(SN, SSIZE, DN, DSIZE, RQ_TGT, DN)
 #define RQ_TILE_T(SN, SSIZE, DN, DSIZE, TGT, ST)                                               \
 /* The common case of the 16-bit path below: all 16 rows valid, one row stride, dense        \
@@ -316,27 +441,62 @@ rq_rows16_##SN##_##DN(const char* p0, int64_t rs, char* d, int64_t nchunks, int 
     }                                                                                           \
     if (c < nchunks) rq_rows16_put_##SN##_##DN(p0, p8, rs, d, nt);                              \
 }                                                                                               \
+/* Four lane groups of 1-byte outputs at once, full chunks of 16 columns (every lane valid,   \
+   no sum, no sums): a column's 4 x 16 lanes are 64 contiguous bytes of its dst row, stored    \
+   whole, where single groups would leave each line to four calls. Returns the columns done. */ \
+TGT static inline __attribute__((always_inline)) int64_t                                       \
+rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB, int64_t nbv,  \
+        const float* ssc, const float* dinv, const rq_math_t* m, int nt, const int MODE) {     \
+    RQ_MODE_FLAGS(MODE)                                                                         \
+    const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
+    const __m512 adj = _mm512_set1_ps(m->adj);                                                  \
+    (void)hm;                                                                                   \
+    nt = nt && ((uintptr_t)dst & 63) == 0 && (dB & 63) == 0;                                    \
+    int64_t b0 = 0;                                                                             \
+    for (; b0 + 16 <= nbv; b0 += 16) {                                                          \
+        __m512i u[4][4];                                                                        \
+        _Pragma("GCC unroll 4")                                                                 \
+        for (int g = 0; g < 4; g++) {                                                           \
+            __m512 r[16];                                                                       \
+            _Pragma("GCC unroll 16")                                                            \
+            for (int a = 0; a < 16; a++)                                                        \
+                r[a] = RQ_ROW_MATH(rq_ld_##SN(src + (soff[16 * g + a] + b0) * SSIZE, 0xffff),   \
+                                   16 * g + a);                                                 \
+            RQ_TR8U_##ST(r, u[g]);                                                              \
+        }                                                                                       \
+        _Pragma("GCC unroll 4")                                                                 \
+        for (int j = 0; j < 4; j++) {                                                           \
+            const __m512i a4[4] = {u[0][j], u[1][j], u[2][j], u[3][j]};                         \
+            __m512i v[4];                                                                       \
+            rq_tr4x4_lanes(a4, v);                                                              \
+            _Pragma("GCC unroll 4")                                                             \
+            for (int k = 0; k < 4; k++) {                                                       \
+                char* d = dst + (b0 + 4 * k + j) * dB;                                          \
+                if (nt) _mm512_stream_si512((__m512i*)d, v[k]);                                 \
+                else _mm512_storeu_si512(d, v[k]);                                              \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+    return b0;                                                                                  \
+}                                                                                               \
 TGT static inline __attribute__((always_inline)) void                                          \
 rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,                          \
         int64_t dB, int64_t nbv, int64_t nbw, uint32_t lanes, const float* ssc,                 \
-        const float* dinv, const rq_math_t* m, int32_t* acc, int nt, const int PURE) {         \
+        const float* dinv, const rq_math_t* m, int32_t* acc, int nt, const int MODE) {         \
     const char* src = (const char*)src_;                                                        \
     char* dst = (char*)dst_;                                                                    \
     const __mmask16 kl = (__mmask16)lanes;                                                      \
     const __m512 vs = _mm512_loadu_ps(ssc), vd = _mm512_loadu_ps(dinv);                         \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
-    /* PURE (a plain type conversion) makes every flag a constant 0: tests on them in the     \
-       unrolled loops cost more than the conversion itself */                                 \
-    const int hz = !PURE && m->has_szp, hs = !PURE && m->has_sscale, hm = !PURE && m->has_sum;  \
-    const int hd = !PURE && m->has_dscale, hdz = !PURE && m->has_dzp, ha = !PURE && m->has_adj; \
+    RQ_MODE_FLAGS(MODE)                                                                         \
     const int64_t dstep = dB * DSIZE;                                                           \
     const char* rows[16];                                                                       \
     __m512i vacc = _mm512_setzero_si512();                                                      \
     __m512 r[16];                                                                               \
     for (int a = 0; a < 16; a++) rows[a] = src + soff[a] * SSIZE;                               \
     int64_t b0 = 0;                                                                             \
-    if (PURE && RQ_W16_##ST && dstep == 32 && lanes == 0xffffu && nbv >= 16) {                  \
+    if (MODE == RQ_PURE && RQ_W16_##ST && dstep == 32 && lanes == 0xffffu && nbv >= 16) {       \
         const int64_t rs = (soff[1] - soff[0]) * SSIZE;                                         \
         int uni = 1;                                                                            \
         for (int a = 2; a < 16; a++) uni &= rows[a] - rows[0] == a * rs;                        \
@@ -346,7 +506,7 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
         }                                                                                       \
     }                                                                                           \
     for (; b0 + 16 <= nbv; b0 += 16) {          /* full chunks: fully unrolled */              \
-        if (PURE && RQ_W16_##ST) {                                                              \
+        if (MODE == RQ_PURE && RQ_W16_##ST) {                                                   \
             /* 16-bit outputs: convert first, then transpose words, two rows per register      \
                (24 permutes where the f32 transpose takes 64 shuffles) */                      \
             __m512i w[8];                                                                       \
@@ -382,18 +542,12 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
             continue;                                                                           \
         }                                                                                       \
         if (RQ_B8_##ST && lanes == 0xffffu && !hm && !acc) {                                    \
-            /* 1-byte outputs: each source row converted to 16 bytes, then one 16x16 byte       \
-               transpose in eight AVX2 registers instead of the f32 one's 64 zmm shuffles */    \
-            __m256i y[8];                                                                       \
-            _Pragma("GCC unroll 8")                                                             \
-            for (int a = 0; a < 8; a++) {                                                       \
-                __m128i lo = RQ_CV8_##ST(RQ_ROW_MATH(rq_ld_##SN(rows[a] + b0 * SSIZE, 0xffff), a)); \
-                __m128i hi = RQ_CV8_##ST(RQ_ROW_MATH(rq_ld_##SN(rows[a + 8] + b0 * SSIZE, 0xffff), \
-                                                     a + 8));                                    \
-                y[a] = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);              \
-            }                                                                                   \
-            avx2_tr16x16_epi8(y);                                                               \
-            avx2_store_tr16x16_epi8((uint8_t*)dst + b0 * dstep, dstep, y, 0);                      \
+            /* 1-byte outputs: each source row converted, then packed and transposed as      \
+               bytes (rq_tr8_put) instead of by the f32 transpose's 64 shuffles */             \
+            _Pragma("GCC unroll 16")                                                            \
+            for (int a = 0; a < 16; a++)                                                        \
+                r[a] = RQ_ROW_MATH(rq_ld_##SN(rows[a] + b0 * SSIZE, 0xffff), a);                \
+            RQ_TR8_##ST(r, dst + b0 * dstep, dstep, nt);                                        \
             continue;                                                                           \
         }                                                                                       \
         if (RQ_B8_##SN && lanes == 0xffffu) {                                                   \
@@ -456,21 +610,20 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
         _mm512_storeu_si512(acc, _mm512_add_epi32(old, vacc));                                  \
     }                                                                                           \
 }                                                                                               \
+/* bodies with a scale only where a side is 1-byte (the int8 activations): the others take \
+   RQ_ANY, which keeps the code size down */                                                   \
 TGT static void rq_block_##SN##_##DN(const void* src, void* dst, const rq_block_t* k,           \
                                      const rq_math_t* m) {                                      \
-    const int64_t G = k->ngroups, dB = k->dB, nbv = k->nbv, nbw = k->nbw;                        \
-    const int pure = !(m->has_szp || m->has_sscale || m->has_sum || m->has_dscale               \
-                       || m->has_dzp || m->has_adj);                                            \
-    for (int64_t g = 0; g < G; g++) {                                                           \
-        int32_t* acc = k->acc ? k->acc + 16 * g : (int32_t*)0;                                  \
-        if (pure)                                                                               \
-            rq_tile_##SN##_##DN(src, k->soff + 16 * g, (char*)dst + 16 * g * DSIZE, dB, nbv,     \
-                                nbw, k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m, acc,     \
-                                (int)k->nt, 1);                                                 \
-        else                                                                                    \
-            rq_tile_##SN##_##DN(src, k->soff + 16 * g, (char*)dst + 16 * g * DSIZE, dB, nbv,     \
-                                nbw, k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m, acc,     \
-                                (int)k->nt, 0);                                                 \
+    int mode = rq_mode(m, 0, 0);                                                                \
+    if ((mode == RQ_SSCALE && !RQ_B8_##SN)                                                      \
+            || ((mode == RQ_DSCALE || mode == RQ_DSCALE_ZP) && !RQ_B8_##ST))                   \
+        mode = RQ_ANY;                                                                          \
+    switch (mode) {                                                                             \
+    case RQ_PURE: RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_PURE); break;                                \
+    case RQ_SSCALE: if (RQ_B8_##SN) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_SSCALE); break;            \
+    case RQ_DSCALE: if (RQ_B8_##ST) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_DSCALE); break;            \
+    case RQ_DSCALE_ZP: if (RQ_B8_##ST) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_DSCALE_ZP); break;      \
+    default: RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_ANY);                                             \
     }                                                                                           \
     if (k->nt) _mm_sfence();                                                                    \
 }
@@ -1128,30 +1281,8 @@ static const rq_row_fn rq2_rows[7][7] = {
 #define RQ_LINE_f16(v) RQ_PACK2_f16((v)[0], (v)[1])
 #define RQ_LINE_bf16(v) RQ_PACK2_bf16((v)[0], (v)[1])
 #define RQ_LINE_bf16hw(v) RQ_PACK2_bf16hw((v)[0], (v)[1])
-/* 4 x 16 values -> 64 bytes: rq_cv8_s8 / rq_cv8_u8's clamps on the floats, then the
-   saturating packs, which clamp the int32 as their max / truncation would, and one dword
-   permute that undoes the packs' interleave of 128-bit lanes */
-RQ_TGT static inline __m512i rq_unpack_lanes(__m512i x) {
-    return _mm512_permutexvar_epi32(
-        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), x);
-}
-RQ_TGT static inline __m512i rq_line8_s8(const __m512 v[4]) {
-    const __m512 hi = _mm512_set1_ps(127.0f);                     /* NaN -> 127 */
-    __m512i q[4];
-    for (int u = 0; u < 4; u++) q[u] = _mm512_cvt_roundps_epi32(_mm512_min_ps(v[u], hi), RQ_RNE);
-    return rq_unpack_lanes(_mm512_packs_epi16(_mm512_packs_epi32(q[0], q[1]),
-                                              _mm512_packs_epi32(q[2], q[3])));
-}
-RQ_TGT static inline __m512i rq_line8_u8(const __m512 v[4]) {
-    const __m512 hi = _mm512_set1_ps(255.0f), lo = _mm512_setzero_ps();   /* NaN -> 0 */
-    __m512i q[4];
-    for (int u = 0; u < 4; u++)
-        q[u] = _mm512_cvt_roundps_epi32(_mm512_min_ps(_mm512_max_ps(v[u], lo), hi), RQ_RNE);
-    return rq_unpack_lanes(_mm512_packus_epi16(_mm512_packus_epi32(q[0], q[1]),
-                                               _mm512_packus_epi32(q[2], q[3])));
-}
-#define RQ_LINE_s8(v) rq_line8_s8(v)
-#define RQ_LINE_u8(v) rq_line8_u8(v)
+#define RQ_LINE_s8(v) rq_unpack_lanes(rq_pack4_s8(v))
+#define RQ_LINE_u8(v) rq_unpack_lanes(rq_pack4_u8(v))
 #define RQ_LINE_f64(v) ((void)(v), _mm512_setzero_si512())   /* never streamed (RQ_NTL_f64) */
 /* the r < 16 elements from j through buffers */
 #define RQ5_PART(SN, SSIZE, DN, DSIZE, ST, J, R)                                                \
@@ -1302,34 +1433,16 @@ static const rq_row_fn rq5_rows_bf16hw[7] = RQ_TABLE_BF16HW(rq5_row_);
             RQ6_VEC(SN, SSIZE, DN, DSIZE, ST, sp, dp, ssc + r * g->rks, dinv + r * g->rks, j,   \
                     RQ6_MASK(nv_ - j), nw_ - j);                                                \
     }
-/* the arithmetic a grid body is compiled for: none, one common src or dst scale alone (the
-   usual int8 activations), a common dst scale and zero point (u8 activations), or any (flags
-   read at run time) */
-enum { RQ6_PURE, RQ6_SSCALE, RQ6_DSCALE, RQ6_DSCALE_ZP, RQ6_ANY };
-static inline int rq6_mode(const rq_grid_t* g, const rq_math_t* m) {
-    const int rest = m->has_szp || m->has_sum || m->has_dzp || m->has_adj;
-    if (!(rest || m->has_sscale || m->has_dscale)) return RQ6_PURE;
-    if (!rest && m->has_sscale && !m->has_dscale && !g->sk) return RQ6_SSCALE;
-    if (!rest && m->has_dscale && !m->has_sscale && !g->dk) return RQ6_DSCALE;
-    if (m->has_dscale && m->has_dzp && !g->dk && !(m->has_szp || m->has_sum || m->has_adj
-                                                   || m->has_sscale))
-        return RQ6_DSCALE_ZP;
-    return RQ6_ANY;
-}
 #define RQ6_GRID(SN, SSIZE, DN, DSIZE, TGT, ST)                                                 \
 TGT static inline __attribute__((always_inline)) void                                          \
 rq6_grid_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_math_t* m,       \
                           const int MODE) {                                                     \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
-    const int any = MODE == RQ6_ANY;                                                            \
-    const int hz = any && m->has_szp, hm = any && m->has_sum;                                   \
-    const int hs = MODE == RQ6_SSCALE || (any && m->has_sscale);                                \
-    const int hd = MODE == RQ6_DSCALE || MODE == RQ6_DSCALE_ZP || (any && m->has_dscale);       \
-    const int hdz = MODE == RQ6_DSCALE_ZP || (any && m->has_dzp), ha = any && m->has_adj;       \
+    RQ_MODE_FLAGS(MODE)                                                                         \
     const float* ssc = g->ssc;                                                                  \
     const float* dinv = g->dinv;                                                                \
-    const int64_t sk = any ? g->sk : 0, dk = any ? g->dk : 0;                                   \
+    const int64_t sk = rq_any ? g->sk : 0, dk = rq_any ? g->dk : 0;                                   \
     /* per-lane scales are read under the lanes' mask only (a run of padding has none) */     \
     const __m512 vs1 = _mm512_set1_ps(hs && !sk ? ssc[0] : 1.0f);                              \
     const __m512 vd1 = _mm512_set1_ps(hd && !dk ? dinv[0] : 1.0f);                             \
@@ -1372,13 +1485,13 @@ rq6_grid_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_m
 }                                                                                               \
 TGT static void rq6_grid_##SN##_##ST(const void* s, void* d, const rq_grid_t* g,                \
                                      const rq_math_t* m) {                                      \
-    switch (rq6_mode(g, m)) {                                                                   \
-    case RQ6_PURE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ6_PURE); break;  \
-    case RQ6_SSCALE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ6_SSCALE); break; \
-    case RQ6_DSCALE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ6_DSCALE); break; \
-    case RQ6_DSCALE_ZP:                                                                         \
-        rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ6_DSCALE_ZP); break;        \
-    default: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ6_ANY);               \
+    switch (rq_mode(m, g->sk, g->dk)) {                                                                   \
+    case RQ_PURE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_PURE); break;  \
+    case RQ_SSCALE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_SSCALE); break; \
+    case RQ_DSCALE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_DSCALE); break; \
+    case RQ_DSCALE_ZP:                                                                         \
+        rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_DSCALE_ZP); break;        \
+    default: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_ANY);               \
     }                                                                                           \
 }
 RQ_EACH_PAIR(RQ6_GRID)

@@ -23,6 +23,11 @@ GRID_STREAM_ROW_BYTES = 4096
 # The tile path takes at most this many destination-contiguous lanes per outer position.
 TILE_MAX_LANES = 4096
 
+# 1-byte outputs convert four lane groups at a time (each column's 64 bytes stored whole)
+# where a lane's source run along B is this long or shorter: longer runs would be read as 64
+# far-apart streams at once (docs/kernels.md).
+TILE_WIDE_ROW_BYTES = 4096
+
 
 def _split_node(nodes, qstrides):
     """The node threads split when compensation is accumulated: one that carries a comp
@@ -293,9 +298,12 @@ class ConversionKernel(Kernel):
         soff, koff, coff, acoord = _lane_tables(prob, chain, blk_dims)
         b = prob.nodes[ib]
         bvec = np.array([b.extent, b.ds, b.weight, b.dim], dtype=np.int64)
-        # whole 64-byte lines: of 16-bit outputs (AVX-512), of any output whose lines the
-        # tile completes (AVX2, see _convert_simd.h)
+        # whole 64-byte lines: of 16-bit outputs and of 1-byte ones four groups wide or on
+        # contiguous columns (AVX-512), of any output whose lines the tile completes (AVX2,
+        # see _convert_simd.h)
         nt = prob.streams(stream_min_bytes)
+        wide = prob.dst.dtype.itemsize == 1 and \
+            b.extent * prob.src.dtype.itemsize <= TILE_WIDE_ROW_BYTES
         return _convert.ConvertTile(*codes, nodes, checked, arith, _split_node(onodes, oq),
                                     soff, koff, coff, acoord, np.array(blk_dims, dtype=np.int64),
-                                    bvec, nt)
+                                    bvec, nt, wide)

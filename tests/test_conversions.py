@@ -1052,3 +1052,69 @@ def test_grid_of_a_padded_block(kw, simd):
         out = np.full(ddesc.physical_shape, 0x5A, np.int8)
         r.run(nhwc.ctypes.data, out.ctypes.data, threads)
         np.testing.assert_array_equal(out.reshape(-1), exp)
+
+
+# The tiles' 1-byte outputs: packed and transposed as bytes, four lane groups at a time
+# (ConvertTile.wide) where a lane's source run along B is short, with bodies compiled for
+# the common arithmetic. Each case gives B's extent, which decides `wide`.
+TILE_BYTE_CASES = [
+    ("aBcd16b", "abcd", (2, 32, 8, 12), 16),     # nChw16c -> nchw: 6 groups, 4 at once and 2
+    ("acdb", "abcd", (2, 40, 8, 12), 40),        # nhwc -> nchw: chunks of 16 and a tail of 8
+    ("abcd", "acdb", (2, 64, 7, 9), 63),         # nchw -> nhwc: four groups of planes
+    ("abcd", "acdb", (1, 64, 40, 40), 1600),     # long runs of B: one group at a time for f32
+    ("abcd", "aBcd16b", (2, 32, 7, 9), 63),      # one group: 16 contiguous columns a store
+    ("aBcd16b", "abcd", (2, 20, 8, 10), 16),     # a padded block: its last B partial
+    ("abcd", "aBcd64b", (2, 50, 5, 7), 35),      # four groups, the last with 2 lanes of data
+]
+TILE_BYTE_PAIRS = [("f32", "s8", {}), ("f32", "s8", {"dst_scales": 0.25}),
+                   ("f32", "u8", {"dst_scales": 0.25, "dst_zero_point": 100}),
+                   ("f16", "u8", {"dst_scales": np.linspace(0.1, 2, 64, dtype=np.float32),
+                                  "dst_scale_mask": 2}),
+                   ("f32", "s8", {"sum_beta": 0.5}),
+                   ("bf16", "s8", {"src_scales": 2.0, "dst_scales": 0.5, "dst_zero_point": -3}),
+                   ("s8", "f32", {"src_scales": 0.5}),
+                   ("u8", "f32", {"src_scales": 0.5, "src_zero_point": 7})]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["cached-stores", "streaming-stores"])
+@pytest.mark.parametrize("sdt,ddt,kw", TILE_BYTE_PAIRS,
+                         ids=[f"{s}-{d}-{'-'.join(k) or 'plain'}" for s, d, k in TILE_BYTE_PAIRS])
+@pytest.mark.parametrize("stag,dtag,dims,bext", TILE_BYTE_CASES,
+                         ids=[f"{s}-{d}-{'x'.join(map(str, dims))}" for s, d, dims, _ in TILE_BYTE_CASES])
+def test_tiles_of_bytes(stag, dtag, dims, bext, sdt, ddt, kw, stream, simd):
+    """Conversions through the tiles to and from 1-byte types, on every SIMD path, with the
+    plan's streaming threshold at 0 and at 2**62, on 1, 2 and 3 threads: whole and partial
+    groups of four, chunks of 16 columns and their tails, a padded block, sum (which keeps
+    single groups), and each body the arithmetic is compiled for. Against the reference,
+    bytes compared, dst starting as random bytes."""
+    kw = dict(kw)
+    if "dst_scale_mask" in kw:
+        kw["dst_scales"] = kw["dst_scales"][:dims[1]]
+    names = {"src_scales": "src_scales", "dst_scales": "dst_scales", "dst_scale_mask": "dst_mask",
+             "src_zero_point": "src_zp", "dst_zero_point": "dst_zp", "sum_beta": "beta"}
+    rng = np.random.default_rng(zlib.crc32(f"{stag} {dims} {sdt} {ddt}".encode()))
+    sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)
+    src = values_for(sdt, math.prod(dims), rng)
+    if sdt in ("f32", "f16", "bf16"):            # the clamps, NaN and ties in every lane
+        special = np.array([np.nan, np.inf, -np.inf, 1e10, -1e10, 127.5, -128.5, 255.5, -0.0,
+                            0.5, 2.5, -2.5, 31.75, -0.125], np.float32)
+        k = np.arange(0, src.size, 5)
+        src[k] = qr.from_f32(special[k % special.size], sdt)
+    src = qr.place(src, dims, stag, sdt)
+    p = cached_plan(sdesc, ddesc, None, make_attrs(**kw), 0 if stream else 1 << 62)
+    tiles = [r for r in p.runners if type(r).__name__ == "ConvertTile"]
+    if "dst_scale_mask" in kw and dtag == "abcd":
+        # per-channel scales along B (the channels) are not per lane: convert, then move
+        assert not tiles, p.explain()
+    else:
+        wide = ddt in ("s8", "u8") and bext * np.dtype(qr.NUMPY[sdt]).itemsize <= 4096
+        assert tiles and tiles[0].wide == wide, p.explain()
+    ref_kw = {names[k]: v for k, v in kw.items()}
+    old = qr.random_values(qr.nelems(dims, dtag), ddt, rng)
+    if "sum_beta" in kw:
+        ref_kw["dst_old"] = old
+    exp, _, _ = qr.ref_reorder(src, dims, stag, dtag, sdt, ddt, **ref_kw)
+    for threads in (1, 2, 3):
+        out = old.copy().reshape(ddesc.physical_shape)
+        p(src.reshape(sdesc.physical_shape), out=out, threads=threads)
+        np.testing.assert_array_equal(bits(out), bits(exp))

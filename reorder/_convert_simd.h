@@ -225,12 +225,12 @@ rq_put4(char* d, const __m512i v[4], int nt) {
    columns) in each 128-bit lane; a byte shuffle turns each block to columns, so dword b of
    pack g holds column b's lanes 4g..4g+3; two rounds of unpacks gather the packs' dwords. */
 #define RQ_TR8(DN)                                                                              \
-RQ_TGT static inline __attribute__((always_inline)) void                                       \
+RQ_TGT static inline __attribute__((always_inline)) void                                        \
 rq_tr8_##DN(const __m512 r[16], __m512i u[4]) {                                                 \
     const __m512i cols = _mm512_broadcast_i32x4(                                                \
-        _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));                  \
+        _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));                   \
     __m512i z[4], t[4];                                                                         \
-    for (int g = 0; g < 4; g++) z[g] = _mm512_shuffle_epi8(rq_pack4_##DN(r + 4 * g), cols);    \
+    for (int g = 0; g < 4; g++) z[g] = _mm512_shuffle_epi8(rq_pack4_##DN(r + 4 * g), cols);     \
     t[0] = _mm512_unpacklo_epi32(z[0], z[1]);                                                   \
     t[1] = _mm512_unpackhi_epi32(z[0], z[1]);                                                   \
     t[2] = _mm512_unpacklo_epi32(z[2], z[3]);                                                   \
@@ -240,8 +240,8 @@ rq_tr8_##DN(const __m512 r[16], __m512i u[4]) {                                 
     u[2] = _mm512_unpacklo_epi64(t[1], t[3]);                                                   \
     u[3] = _mm512_unpackhi_epi64(t[1], t[3]);                                                   \
 }                                                                                               \
-/* the tile's columns b to d + b * step (streamed when nt: step 16, d 64-byte aligned) */     \
-RQ_TGT static inline __attribute__((always_inline)) void                                       \
+/* the tile's columns b to d + b * step (streamed when nt: step 16, d 64-byte aligned) */       \
+RQ_TGT static inline __attribute__((always_inline)) void                                        \
 rq_tr8_put_##DN(const __m512 r[16], char* d, int64_t step, int nt) {                            \
     __m512i u[4];                                                                               \
     rq_tr8_##DN(r, u);                                                                          \
@@ -280,6 +280,14 @@ RQ_TR8(u8)
 #define RQ_TR8_s32 RQ_TR8_NONE
 /* 1-byte types go through a byte transpose instead of the f32 one: RQ_B8 marks them, RQ_TR8
    converts and transposes a tile to them, RQ_WIDEN widens a register of them to f32 */
+#define RQ_F32_f32 1
+#define RQ_F32_f64 0
+#define RQ_F32_f16 0
+#define RQ_F32_bf16 0
+#define RQ_F32_bf16hw 0
+#define RQ_F32_s8 0
+#define RQ_F32_u8 0
+#define RQ_F32_s32 0
 #define RQ_B8_s8 1
 #define RQ_B8_u8 1
 #define RQ_B8_f32 0
@@ -389,24 +397,25 @@ rq_put8(char* d, const __m512i w[8], int nt) {
         for (int j = 0; j < 8; j++) _mm512_storeu_si512(d + 64 * j, w[j]);
     }
 }
-/* all lane groups of one outer position (see rq_block_t), the body compiled for MODE; 1-byte \
-   outputs four groups at a time where they can */                                            \
+/* all lane groups of one outer position (see rq_block_t), the body compiled for MODE; 1-byte   \
+   outputs four groups at a time where they can */                                              \
 #define RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, MODE)                                          \
     for (int64_t g = 0; g < k->ngroups; g++) {                                                  \
         int64_t b0 = 0;                                                                         \
         if (RQ_B8_##ST && k->wide && g + 4 <= k->ngroups && k->nbv >= 16 && !k->acc             \
                 && !((MODE) == RQ_ANY && m->has_sum)                                            \
-                && (k->lanes[g] & k->lanes[g + 1] & k->lanes[g + 2] & k->lanes[g + 3]) == 0xffff) { \
+                && (k->lanes[g] & k->lanes[g + 1] & k->lanes[g + 2] & k->lanes[g + 3])          \
+                   == 0xffff) {                                                                 \
             b0 = rq_tile4_##SN##_##DN((const char*)src, k->soff + 16 * g,                       \
                                       (char*)dst + 16 * g, k->dB, k->nbv, k->ssc + 16 * g,      \
                                       k->dinv + 16 * g, m, (int)k->nt, MODE);                   \
             for (int64_t e = g + 3; g < e; g++)                                                 \
-                rq_tile_##SN##_##DN((const char*)src + b0 * SSIZE, k->soff + 16 * g,             \
+                rq_tile_##SN##_##DN((const char*)src + b0 * SSIZE, k->soff + 16 * g,            \
                                     (char*)dst + 16 * g + b0 * k->dB, k->dB, k->nbv - b0,       \
                                     k->nbw - b0, 0xffff, k->ssc + 16 * g, k->dinv + 16 * g, m,  \
                                     (int32_t*)0, (int)k->nt, MODE);                             \
         }                                                                                       \
-        rq_tile_##SN##_##DN((const char*)src + b0 * SSIZE, k->soff + 16 * g,                     \
+        rq_tile_##SN##_##DN((const char*)src + b0 * SSIZE, k->soff + 16 * g,                    \
                             (char*)dst + (16 * g + b0 * k->dB) * DSIZE, k->dB, k->nbv - b0,     \
                             k->nbw - b0, k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m,     \
                             k->acc ? k->acc + 16 * g : (int32_t*)0, (int)k->nt, MODE);          \
@@ -441,12 +450,12 @@ rq_rows16_##SN##_##DN(const char* p0, int64_t rs, char* d, int64_t nchunks, int 
     }                                                                                           \
     if (c < nchunks) rq_rows16_put_##SN##_##DN(p0, p8, rs, d, nt);                              \
 }                                                                                               \
-/* Four lane groups of 1-byte outputs at once, full chunks of 16 columns (every lane valid,   \
-   no sum, no sums): a column's 4 x 16 lanes are 64 contiguous bytes of its dst row, stored    \
+/* Four lane groups of 1-byte outputs at once, full chunks of 16 columns (every lane valid,     \
+   no sum, no sums): a column's 4 x 16 lanes are 64 contiguous bytes of its dst row, stored     \
    whole, where single groups would leave each line to four calls. Returns the columns done. */ \
-TGT static inline __attribute__((always_inline)) int64_t                                       \
+TGT static inline __attribute__((always_inline)) int64_t                                        \
 rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB, int64_t nbv,  \
-        const float* ssc, const float* dinv, const rq_math_t* m, int nt, const int MODE) {     \
+        const float* ssc, const float* dinv, const rq_math_t* m, int nt, const int MODE) {      \
     RQ_MODE_FLAGS(MODE)                                                                         \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 adj = _mm512_set1_ps(m->adj);                                                  \
@@ -482,7 +491,7 @@ rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
 TGT static inline __attribute__((always_inline)) void                                          \
 rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,                          \
         int64_t dB, int64_t nbv, int64_t nbw, uint32_t lanes, const float* ssc,                 \
-        const float* dinv, const rq_math_t* m, int32_t* acc, int nt, const int MODE) {         \
+        const float* dinv, const rq_math_t* m, int32_t* acc, int nt, const int MODE) {          \
     const char* src = (const char*)src_;                                                        \
     char* dst = (char*)dst_;                                                                    \
     const __mmask16 kl = (__mmask16)lanes;                                                      \
@@ -542,8 +551,8 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
             continue;                                                                           \
         }                                                                                       \
         if (RQ_B8_##ST && lanes == 0xffffu && !hm && !acc) {                                    \
-            /* 1-byte outputs: each source row converted, then packed and transposed as      \
-               bytes (rq_tr8_put) instead of by the f32 transpose's 64 shuffles */             \
+            /* 1-byte outputs: each source row converted, then packed and transposed as         \
+               bytes (rq_tr8_put) instead of by the f32 transpose's 64 shuffles */              \
             _Pragma("GCC unroll 16")                                                            \
             for (int a = 0; a < 16; a++)                                                        \
                 r[a] = RQ_ROW_MATH(rq_ld_##SN(rows[a] + b0 * SSIZE, 0xffff), a);                \
@@ -560,6 +569,17 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
                     _mm_loadu_si128((const __m128i*)(rows[a + 8] + b0)), 1);                    \
             avx2_tr16x16_epi8(y);                                                               \
             char* d0 = dst + b0 * dstep;                                                        \
+            if (RQ_F32_##ST && nt && !hm && ((uintptr_t)d0 & 63) == 0 && (dstep & 63) == 0) {   \
+                /* f32 columns are whole 64-byte lines: streamed */                             \
+                _Pragma("GCC unroll 8")                                                         \
+                for (int q = 0; q < 8; q++) {                                                   \
+                    _mm512_stream_ps((float*)(d0 + 2 * q * dstep), RQ_TILE_MATH(                \
+                        RQ_WIDEN_##SN(_mm256_castsi256_si128(y[q]))));                          \
+                    _mm512_stream_ps((float*)(d0 + (2 * q + 1) * dstep), RQ_TILE_MATH(          \
+                        RQ_WIDEN_##SN(_mm256_extracti128_si256(y[q], 1))));                     \
+                }                                                                               \
+                continue;                                                                       \
+            }                                                                                   \
             _Pragma("GCC unroll 8")                                                             \
             for (int q = 0; q < 8; q++) {                                                       \
                 RQ_TILE_OUT(DN, ST, RQ_WIDEN_##SN(_mm256_castsi256_si128(y[q])),                \
@@ -591,6 +611,13 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
             }                                                                                   \
             continue;                                                                           \
         }                                                                                       \
+        if (RQ_F32_##ST && nt && !hm && ((uintptr_t)d0 & 63) == 0 && (dstep & 63) == 0) {       \
+            _Pragma("GCC unroll 16")                                                            \
+            for (int b = 0; b < 16; b++)                                                        \
+                _mm512_stream_ps((float*)(d0 + b * dstep),                                      \
+                                 _mm512_maskz_mov_ps(kl, RQ_TILE_MATH(r[b])));                  \
+            continue;                                                                           \
+        }                                                                                       \
         _Pragma("GCC unroll 16")                                                                \
         for (int b = 0; b < 16; b++) RQ_TILE_OUT(DN, ST, r[b], d0 + b * dstep);                 \
     }                                                                                           \
@@ -610,20 +637,21 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
         _mm512_storeu_si512(acc, _mm512_add_epi32(old, vacc));                                  \
     }                                                                                           \
 }                                                                                               \
-/* bodies with a scale only where a side is 1-byte (the int8 activations): the others take \
-   RQ_ANY, which keeps the code size down */                                                   \
+/* bodies with a scale only where a side is 1-byte (the int8 activations): the others take      \
+   RQ_ANY, which keeps the code size down */                                                    \
 TGT static void rq_block_##SN##_##DN(const void* src, void* dst, const rq_block_t* k,           \
                                      const rq_math_t* m) {                                      \
     int mode = rq_mode(m, 0, 0);                                                                \
     if ((mode == RQ_SSCALE && !RQ_B8_##SN)                                                      \
-            || ((mode == RQ_DSCALE || mode == RQ_DSCALE_ZP) && !RQ_B8_##ST))                   \
+            || ((mode == RQ_DSCALE || mode == RQ_DSCALE_ZP) && !RQ_B8_##ST))                    \
         mode = RQ_ANY;                                                                          \
     switch (mode) {                                                                             \
-    case RQ_PURE: RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_PURE); break;                                \
-    case RQ_SSCALE: if (RQ_B8_##SN) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_SSCALE); break;            \
-    case RQ_DSCALE: if (RQ_B8_##ST) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_DSCALE); break;            \
-    case RQ_DSCALE_ZP: if (RQ_B8_##ST) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_DSCALE_ZP); break;      \
-    default: RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_ANY);                                             \
+    case RQ_PURE: RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_PURE); break;                     \
+    case RQ_SSCALE: if (RQ_B8_##SN) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_SSCALE); break; \
+    case RQ_DSCALE: if (RQ_B8_##ST) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_DSCALE); break; \
+    case RQ_DSCALE_ZP:                                                                          \
+        if (RQ_B8_##ST) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_DSCALE_ZP); break;          \
+    default: RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_ANY);                                  \
     }                                                                                           \
     if (k->nt) _mm_sfence();                                                                    \
 }
@@ -1067,8 +1095,8 @@ rq2_chunk_##SN##_##DN(const char* const rp[16], char* d, int64_t dstep, int nb, 
     __m256 lo[8], hi[8];                                                                        \
     _Pragma("GCC unroll 8")                                                                     \
     for (int a = 0; a < 8; a++) { lo[a] = rq2_ld_##SN(rp[a]); hi[a] = rq2_ld_##SN(rp[8 + a]); } \
-    avx2_tr8x8_ps(lo);                                                                              \
-    avx2_tr8x8_ps(hi);                                                                              \
+    avx2_tr8x8_ps(lo);                                                                          \
+    avx2_tr8x8_ps(hi);                                                                          \
     _Pragma("GCC unroll 8")                                                                     \
     for (int b = 0; b < 8; b++) {                                                               \
         if (b >= nb) break;                                                                     \
@@ -1442,7 +1470,7 @@ rq6_grid_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_m
     RQ_MODE_FLAGS(MODE)                                                                         \
     const float* ssc = g->ssc;                                                                  \
     const float* dinv = g->dinv;                                                                \
-    const int64_t sk = rq_any ? g->sk : 0, dk = rq_any ? g->dk : 0;                                   \
+    const int64_t sk = rq_any ? g->sk : 0, dk = rq_any ? g->dk : 0;                             \
     /* per-lane scales are read under the lanes' mask only (a run of padding has none) */     \
     const __m512 vs1 = _mm512_set1_ps(hs && !sk ? ssc[0] : 1.0f);                              \
     const __m512 vd1 = _mm512_set1_ps(hd && !dk ? dinv[0] : 1.0f);                             \
@@ -1485,13 +1513,13 @@ rq6_grid_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_m
 }                                                                                               \
 TGT static void rq6_grid_##SN##_##ST(const void* s, void* d, const rq_grid_t* g,                \
                                      const rq_math_t* m) {                                      \
-    switch (rq_mode(m, g->sk, g->dk)) {                                                                   \
-    case RQ_PURE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_PURE); break;  \
+    switch (rq_mode(m, g->sk, g->dk)) {                                                         \
+    case RQ_PURE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_PURE); break;    \
     case RQ_SSCALE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_SSCALE); break; \
     case RQ_DSCALE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_DSCALE); break; \
-    case RQ_DSCALE_ZP:                                                                         \
-        rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_DSCALE_ZP); break;        \
-    default: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_ANY);               \
+    case RQ_DSCALE_ZP:                                                                          \
+        rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_DSCALE_ZP); break;         \
+    default: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_ANY);                 \
     }                                                                                           \
 }
 RQ_EACH_PAIR(RQ6_GRID)

@@ -28,6 +28,11 @@ TILE_MAX_LANES = 4096
 # far-apart streams at once (docs/kernels.md).
 TILE_WIDE_ROW_BYTES = 4096
 
+# f32 columns widened from 1-byte sources are streamed only where they lie this far apart in
+# dst (nhwc -> nchw) or farther; nearer (nchw -> nChw16c, nchw -> nhwc) they measured slower
+# streamed. From wider sources f32 columns stream as any large output does (docs/kernels.md).
+TILE_FAR_COLUMN_BYTES = 4096
+
 
 def _split_node(nodes, qstrides):
     """The node threads split when compensation is accumulated: one that carries a comp
@@ -298,10 +303,12 @@ class ConversionKernel(Kernel):
         soff, koff, coff, acoord = _lane_tables(prob, chain, blk_dims)
         b = prob.nodes[ib]
         bvec = np.array([b.extent, b.ds, b.weight, b.dim], dtype=np.int64)
-        # whole 64-byte lines: of 16-bit outputs and of 1-byte ones four groups wide or on
-        # contiguous columns (AVX-512), of any output whose lines the tile completes (AVX2,
-        # see _convert_simd.h)
+        # whole 64-byte lines: of 16-bit and f32 outputs, and of 1-byte ones four groups wide
+        # or on contiguous columns (AVX-512), of any output whose lines the tile completes
+        # (AVX2, see _convert_simd.h)
         nt = prob.streams(stream_min_bytes)
+        if prob.src.dtype.itemsize == 1 and prob.dst.dtype.itemsize == 4:
+            nt = nt and b.ds * 4 >= TILE_FAR_COLUMN_BYTES
         wide = prob.dst.dtype.itemsize == 1 and \
             b.extent * prob.src.dtype.itemsize <= TILE_WIDE_ROW_BYTES
         return _convert.ConvertTile(*codes, nodes, checked, arith, _split_node(onodes, oq),

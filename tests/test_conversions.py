@@ -1080,7 +1080,8 @@ TILE_BYTE_PAIRS = [("f32", "s8", {}), ("f32", "s8", {"dst_scales": 0.25}),
 @pytest.mark.parametrize("sdt,ddt,kw", TILE_BYTE_PAIRS,
                          ids=[f"{s}-{d}-{'-'.join(k) or 'plain'}" for s, d, k in TILE_BYTE_PAIRS])
 @pytest.mark.parametrize("stag,dtag,dims,bext", TILE_BYTE_CASES,
-                         ids=[f"{s}-{d}-{'x'.join(map(str, dims))}" for s, d, dims, _ in TILE_BYTE_CASES])
+                         ids=[f"{s}-{d}-{'x'.join(map(str, dims))}"
+                              for s, d, dims, _ in TILE_BYTE_CASES])
 def test_tiles_of_bytes(stag, dtag, dims, bext, sdt, ddt, kw, stream, simd):
     """Conversions through the tiles to and from 1-byte types, on every SIMD path, with the
     plan's streaming threshold at 0 and at 2**62, on 1, 2 and 3 threads: whole and partial
@@ -1116,5 +1117,44 @@ def test_tiles_of_bytes(stag, dtag, dims, bext, sdt, ddt, kw, stream, simd):
     exp, _, _ = qr.ref_reorder(src, dims, stag, dtag, sdt, ddt, **ref_kw)
     for threads in (1, 2, 3):
         out = old.copy().reshape(ddesc.physical_shape)
+        p(src.reshape(sdesc.physical_shape), out=out, threads=threads)
+        np.testing.assert_array_equal(bits(out), bits(exp))
+
+
+# f32 columns of the tiles, streamed when the plan streams: from 1-byte sources only in far
+# planes (conversion.TILE_FAR_COLUMN_BYTES), from wider ones wherever the lines are whole.
+TILE_F32_STREAMS = [
+    ("abcd", "aBcd16b", (2, 35, 5, 19), "s32", "f32", {"src_zero_point": 5, "src_scales": 0.5},
+     True),                                  # a padded block's lanes: masked to zero
+    ("acdb", "abcd", (1, 32, 32, 32), "s8", "f32", {"src_scales": 0.5}, True),   # far planes
+    ("acdb", "abcd", (1, 32, 32, 32), "u8", "f32", {"src_scales": 0.5, "src_zero_point": 7},
+     True),
+    ("abcd", "acdb", (1, 32, 32, 32), "s8", "f32", {"src_scales": 0.5}, False),  # near: cached
+    ("aBcd16b", "abcd", (2, 35, 4, 8), "bf16", "f32", {}, True),
+    ("aBcd16b", "abcd", (2, 35, 4, 8), "f16", "f32", {"sum_beta": 0.5}, True),   # sum: cached
+]
+
+
+@pytest.mark.parametrize("stag,dtag,dims,sdt,ddt,kw,nt", TILE_F32_STREAMS,
+                         ids=[f"{s}-{d}-{a}-{b}" for s, d, _, a, b, _, _ in TILE_F32_STREAMS])
+def test_tile_streams_f32_columns(stag, dtag, dims, sdt, ddt, kw, nt, simd):
+    """The tiles' streamed f32 columns (threshold 0), against the reference on 1-3 threads,
+    dst starting as 0x5A: padding lanes after a zero point, 1-byte sources in far planes (and
+    near ones, which stay cached), and sum, which reads dst and keeps its stores cached."""
+    names = {"src_scales": "src_scales", "src_zero_point": "src_zp", "sum_beta": "beta"}
+    rng = np.random.default_rng(zlib.crc32(f"{stag} {dims} {sdt}".encode()))
+    sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)
+    src = qr.place(values_for(sdt, math.prod(dims), rng), dims, stag, sdt)
+    p = cached_plan(sdesc, ddesc, None, make_attrs(**kw), 0)
+    assert type(p.runners[0]).__name__ == "ConvertTile" and p.runners[0].nt == nt, p.explain()
+    ref_kw = {names[k]: v for k, v in kw.items()}
+    old = qr.random_values(qr.nelems(dims, dtag), ddt, rng)
+    if "sum_beta" in kw:
+        ref_kw["dst_old"] = old
+    exp, _, _ = qr.ref_reorder(src, dims, stag, dtag, sdt, ddt, **ref_kw)
+    for threads in (1, 2, 3):
+        out = old.copy().reshape(ddesc.physical_shape)
+        if "sum_beta" not in kw:
+            out.view(np.uint8)[...] = 0x5A
         p(src.reshape(sdesc.physical_shape), out=out, threads=threads)
         np.testing.assert_array_equal(bits(out), bits(exp))

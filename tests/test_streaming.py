@@ -23,8 +23,13 @@ FAMILIES = [
      "ConvertTile", True),
     ("conversion tile, s8 lines", "abcd", "aBcd16b", (2, 35, 5, 19), ("f32", "s8"), "convert",
      "ConvertTile", True),
-    ("conversion tile, f32 columns", "aBcd16b", "abcd", (2, 35, 4, 8), ("s8", "f32"), "convert",
-     "ConvertTile", True),
+    ("conversion tile, f32 columns", "aBcd16b", "abcd", (2, 35, 4, 8), ("bf16", "f32"),
+     "convert", "ConvertTile", True),
+    # f32 columns widened from bytes stream only in far planes (4 KiB apart or more)
+    ("conversion tile, f32 columns from bytes", "aBcd16b", "abcd", (2, 35, 32, 32),
+     ("s8", "f32"), "convert", "ConvertTile", True),
+    ("conversion tile, near f32 columns from bytes", "aBcd16b", "abcd", (2, 35, 4, 8),
+     ("s8", "f32"), "convert", "ConvertTile", False),
     # a plain conversion: one contiguous run, streamed after an unaligned head
     ("conversion rows", "abcd", "abcd", (2, 35, 5, 19), ("f32", "bf16"), "convert", "Convert",
      True),

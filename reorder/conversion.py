@@ -28,9 +28,12 @@ TILE_MAX_LANES = 4096
 # far-apart streams at once (docs/kernels.md).
 TILE_WIDE_ROW_BYTES = 4096
 
-# f32 columns widened from 1-byte sources are streamed only where they lie this far apart in
-# dst (nhwc -> nchw) or farther; nearer (nchw -> nChw16c, nchw -> nhwc) they measured slower
-# streamed. From wider sources f32 columns stream as any large output does (docs/kernels.md).
+# f32 columns widened from 1-byte sources are streamed only where a lane group writes many
+# planes far apart (nhwc -> nchw: at least this many columns this far apart in dst). Nearer
+# (nchw -> nChw16c, nchw -> nhwc), or in few planes (nChw16c -> nchw on 2 threads), they
+# measured slower streamed. From wider sources f32 columns stream as any large output does
+# (docs/kernels.md).
+TILE_FAR_COLUMNS = 64
 TILE_FAR_COLUMN_BYTES = 4096
 
 
@@ -308,7 +311,7 @@ class ConversionKernel(Kernel):
         # (AVX2, see _convert_simd.h)
         nt = prob.streams(stream_min_bytes)
         if prob.src.dtype.itemsize == 1 and prob.dst.dtype.itemsize == 4:
-            nt = nt and b.ds * 4 >= TILE_FAR_COLUMN_BYTES
+            nt = nt and b.extent >= TILE_FAR_COLUMNS and b.ds * 4 >= TILE_FAR_COLUMN_BYTES
         wide = prob.dst.dtype.itemsize == 1 and \
             b.extent * prob.src.dtype.itemsize <= TILE_WIDE_ROW_BYTES
         return _convert.ConvertTile(*codes, nodes, checked, arith, _split_node(onodes, oq),

@@ -1121,14 +1121,15 @@ def test_tiles_of_bytes(stag, dtag, dims, bext, sdt, ddt, kw, stream, simd):
         np.testing.assert_array_equal(bits(out), bits(exp))
 
 
-# f32 columns of the tiles, streamed when the plan streams: from 1-byte sources only in far
-# planes (conversion.TILE_FAR_COLUMN_BYTES), from wider ones wherever the lines are whole.
+# f32 columns of the tiles, streamed when the plan streams: from 1-byte sources only in many
+# far planes (conversion.TILE_FAR_COLUMNS), from wider ones wherever the lines are whole.
 TILE_F32_STREAMS = [
     ("abcd", "aBcd16b", (2, 35, 5, 19), "s32", "f32", {"src_zero_point": 5, "src_scales": 0.5},
      True),                                  # a padded block's lanes: masked to zero
-    ("acdb", "abcd", (1, 32, 32, 32), "s8", "f32", {"src_scales": 0.5}, True),   # far planes
-    ("acdb", "abcd", (1, 32, 32, 32), "u8", "f32", {"src_scales": 0.5, "src_zero_point": 7},
+    ("acdb", "abcd", (1, 64, 32, 32), "s8", "f32", {"src_scales": 0.5}, True),   # far planes
+    ("acdb", "abcd", (1, 64, 32, 32), "u8", "f32", {"src_scales": 0.5, "src_zero_point": 7},
      True),
+    ("acdb", "abcd", (1, 48, 32, 32), "s8", "f32", {"src_scales": 0.5}, False),  # too few
     ("abcd", "acdb", (1, 32, 32, 32), "s8", "f32", {"src_scales": 0.5}, False),  # near: cached
     ("aBcd16b", "abcd", (2, 35, 4, 8), "bf16", "f32", {}, True),
     ("aBcd16b", "abcd", (2, 35, 4, 8), "f16", "f32", {"sum_beta": 0.5}, True),   # sum: cached
@@ -1139,8 +1140,9 @@ TILE_F32_STREAMS = [
                          ids=[f"{s}-{d}-{a}-{b}" for s, d, _, a, b, _, _ in TILE_F32_STREAMS])
 def test_tile_streams_f32_columns(stag, dtag, dims, sdt, ddt, kw, nt, simd):
     """The tiles' streamed f32 columns (threshold 0), against the reference on 1-3 threads,
-    dst starting as 0x5A: padding lanes after a zero point, 1-byte sources in far planes (and
-    near ones, which stay cached), and sum, which reads dst and keeps its stores cached."""
+    dst starting as 0x5A: padding lanes after a zero point, 1-byte sources in many far planes
+    (and in near or few ones, which stay cached), and sum, which reads dst and keeps its
+    stores cached."""
     names = {"src_scales": "src_scales", "src_zero_point": "src_zp", "sum_beta": "beta"}
     rng = np.random.default_rng(zlib.crc32(f"{stag} {dims} {sdt}".encode()))
     sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)

@@ -58,6 +58,16 @@ def check(src_flat, dims, stag, dtag, sdt, ddt, threads=None, out_fill=None, **k
     return got
 
 
+def at_line(values, shape):
+    """A copy of `values` shaped `shape` whose data starts on a 64-byte line, so that the
+    kernels' streamed stores (which need aligned lines) are reached whatever numpy returns."""
+    raw = np.empty(values.nbytes + 64, np.uint8)
+    start = -raw.ctypes.data % 64
+    out = raw[start:start + values.nbytes].view(values.dtype).reshape(shape)
+    out[...] = values.reshape(shape)
+    return out
+
+
 def values_for(dt, n, rng):
     """benchdnn's cycle plus random values, in dt's storage."""
     fill = qr.benchdnn_fill(n, dt)
@@ -1087,7 +1097,7 @@ def test_tiles_of_bytes(stag, dtag, dims, bext, sdt, ddt, kw, stream, simd):
     plan's streaming threshold at 0 and at 2**62, on 1, 2 and 3 threads: whole and partial
     groups of four, chunks of 16 columns and their tails, a padded block, sum (which keeps
     single groups), and each body the arithmetic is compiled for. Against the reference,
-    bytes compared, dst starting as random bytes."""
+    bytes compared, dst starting as random bytes on a 64-byte line."""
     kw = dict(kw)
     if "dst_scale_mask" in kw:
         kw["dst_scales"] = kw["dst_scales"][:dims[1]]
@@ -1116,7 +1126,7 @@ def test_tiles_of_bytes(stag, dtag, dims, bext, sdt, ddt, kw, stream, simd):
         ref_kw["dst_old"] = old
     exp, _, _ = qr.ref_reorder(src, dims, stag, dtag, sdt, ddt, **ref_kw)
     for threads in (1, 2, 3):
-        out = old.copy().reshape(ddesc.physical_shape)
+        out = at_line(old, ddesc.physical_shape)
         p(src.reshape(sdesc.physical_shape), out=out, threads=threads)
         np.testing.assert_array_equal(bits(out), bits(exp))
 
@@ -1140,7 +1150,7 @@ TILE_F32_STREAMS = [
                          ids=[f"{s}-{d}-{a}-{b}" for s, d, _, a, b, _, _ in TILE_F32_STREAMS])
 def test_tile_streams_f32_columns(stag, dtag, dims, sdt, ddt, kw, nt, simd):
     """The tiles' streamed f32 columns (threshold 0), against the reference on 1-3 threads,
-    dst starting as 0x5A: padding lanes after a zero point, 1-byte sources in many far planes
+    dst starting on a 64-byte line as 0x5A: padding lanes after a zero point, 1-byte sources in many far planes
     (and in near or few ones, which stay cached), and sum, which reads dst and keeps its
     stores cached."""
     names = {"src_scales": "src_scales", "src_zero_point": "src_zp", "sum_beta": "beta"}
@@ -1155,7 +1165,7 @@ def test_tile_streams_f32_columns(stag, dtag, dims, sdt, ddt, kw, nt, simd):
         ref_kw["dst_old"] = old
     exp, _, _ = qr.ref_reorder(src, dims, stag, dtag, sdt, ddt, **ref_kw)
     for threads in (1, 2, 3):
-        out = old.copy().reshape(ddesc.physical_shape)
+        out = at_line(old, ddesc.physical_shape)
         if "sum_beta" not in kw:
             out.view(np.uint8)[...] = 0x5A
         p(src.reshape(sdesc.physical_shape), out=out, threads=threads)

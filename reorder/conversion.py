@@ -10,9 +10,9 @@ import numpy as np
 
 from . import _convert
 from .attrs import scale_array, sum_factor, zero_point
-from .problem import Kernel, Node, slab_lanes
+from .problem import ALL_THREADS, Kernel, Node, slab_lanes
 
-__all__ = ["ConversionKernel", "arith_for", "call_values"]
+__all__ = ["ConversionKernel", "arith_for", "call_values", "stream_threads_cap"]
 
 CODES = _convert.CODES
 
@@ -28,13 +28,27 @@ TILE_MAX_LANES = 4096
 # far-apart streams at once (docs/kernels.md).
 TILE_WIDE_ROW_BYTES = 4096
 
-# f32 columns widened from 1-byte sources are streamed only where a lane group writes many
-# planes far apart (nhwc -> nchw: at least this many columns this far apart in dst). Nearer
-# (nchw -> nChw16c, nchw -> nhwc), or in few planes (nChw16c -> nchw on 2 threads), they
-# measured slower streamed. From wider sources f32 columns stream as any large output does
-# (docs/kernels.md).
-TILE_FAR_COLUMNS = 64
+# f32 columns widened in a tile: from 1-byte sources they stream only where they lie this
+# far apart in dst or farther (nChw16c -> nchw, nhwc -> nchw); nearer (nchw -> nChw16c,
+# nchw -> nhwc) they measured slower streamed. From 1- and 2-byte sources they stream on
+# more than one thread only where a lane group writes at least TILE_FAR_COLUMNS such far
+# planes (nhwc -> nchw); elsewhere 2 threads measured faster cached (docs/kernels.md).
 TILE_FAR_COLUMN_BYTES = 4096
+TILE_FAR_COLUMNS = 64
+
+
+def stream_threads_cap(prob, runner):
+    """The most threads on which a step may stream its stores, whatever its bytes allow
+    (problem.stream_threads): one for a tile writing f32 columns widened from a narrower
+    type, unless a lane group writes many far planes (TILE_FAR_COLUMNS). On 2 threads those
+    measured slower streamed than cached (bf16 -> f32 nchw -> nChw16c 8x256x56x56: 0.97 of
+    a copy against 1.34-1.45), on 1 faster (0.97 against 0.71)."""
+    if type(runner) is _convert.ConvertTile and prob.dst.dtype.name == "f32" \
+            and prob.src.dtype.itemsize < 4:
+        b = next(nd for nd in prob.nodes if nd.ss == 1 and nd.extent > 1)
+        if not (b.extent >= TILE_FAR_COLUMNS and b.ds * 4 >= TILE_FAR_COLUMN_BYTES):
+            return 1
+    return ALL_THREADS
 
 
 def _split_node(nodes, qstrides):
@@ -311,7 +325,7 @@ class ConversionKernel(Kernel):
         # (AVX2, see _convert_simd.h)
         nt = prob.streams(stream_min_bytes)
         if prob.src.dtype.itemsize == 1 and prob.dst.dtype.itemsize == 4:
-            nt = nt and b.extent >= TILE_FAR_COLUMNS and b.ds * 4 >= TILE_FAR_COLUMN_BYTES
+            nt = nt and b.ds * 4 >= TILE_FAR_COLUMN_BYTES
         wide = prob.dst.dtype.itemsize == 1 and \
             b.extent * prob.src.dtype.itemsize <= TILE_WIDE_ROW_BYTES
         return _convert.ConvertTile(*codes, nodes, checked, arith, _split_node(onodes, oq),

@@ -4,7 +4,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .conversion import arith_for, grid_order
+from .conversion import arith_for, grid_order, stream_threads_cap
 from .threads import resolve
 from ._kernels import data_address
 from .binding import aligned_empty, bind_source, check_dst, check_out
@@ -59,8 +59,10 @@ class Plan:
         self._converts = next((i for i, st in enumerate(self.steps) if st.problem.attrs is not None), 0)
         # per step, the most threads a call may run on and still stream (runner.nt says
         # whether it streams on one)
-        self._stream_upto = tuple(stream_threads(st.problem.moved_bytes, stream_min_bytes,
-                                                 st.problem.dst_bytes) for st in self.steps)
+        self._stream_upto = tuple(min(stream_threads(st.problem.moved_bytes, stream_min_bytes,
+                                                     st.problem.dst_bytes),
+                                      stream_threads_cap(st.problem, st.runner))
+                                  for st in self.steps)
         self.moved_bytes = sum(st.problem.moved_bytes for st in self.steps)
         # the most threads this much work keeps busy: each needs PARALLEL_MIN_BYTES of it
         self.max_threads = max(1, self.moved_bytes // PARALLEL_MIN_BYTES)
@@ -175,6 +177,9 @@ class Plan:
                 if upto > 1:
                     lines.append(f"  streaming stores ({moved} read and written, "
                                  f"{_bytes(prob.dst_bytes)} of it written; >= {smb})")
+                elif stream_threads_cap(prob, st.runner) == 1:
+                    lines.append(f"  streaming stores on 1 thread ({moved} read and written, "
+                                 f">= {smb}); cached on more (f32 columns widened in a tile)")
                 else:
                     lines.append(f"  streaming stores on 1 thread ({moved} read and written, "
                                  f">= {smb}); cached on more (< 2 x {smb}, and "

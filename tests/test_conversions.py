@@ -1131,34 +1131,39 @@ def test_tiles_of_bytes(stag, dtag, dims, bext, sdt, ddt, kw, stream, simd):
         np.testing.assert_array_equal(bits(out), bits(exp))
 
 
-# f32 columns of the tiles, streamed when the plan streams: from 1-byte sources only in many
-# far planes (conversion.TILE_FAR_COLUMNS), from wider ones wherever the lines are whole.
+# f32 columns of the tiles, streamed when the plan streams: from 1-byte sources only in far
+# planes (conversion.TILE_FAR_COLUMN_BYTES), from wider ones wherever the lines are whole;
+# widened, on more than one thread only where a lane group writes many far planes. (nt,
+# streams on more than one thread)
 TILE_F32_STREAMS = [
     ("abcd", "aBcd16b", (2, 35, 5, 19), "s32", "f32", {"src_zero_point": 5, "src_scales": 0.5},
-     True),                                  # a padded block's lanes: masked to zero
-    ("acdb", "abcd", (1, 64, 32, 32), "s8", "f32", {"src_scales": 0.5}, True),   # far planes
+     True, True),                            # a padded block's lanes: masked to zero
+    ("acdb", "abcd", (1, 64, 32, 32), "s8", "f32", {"src_scales": 0.5}, True, True),
     ("acdb", "abcd", (1, 64, 32, 32), "u8", "f32", {"src_scales": 0.5, "src_zero_point": 7},
-     True),
-    ("acdb", "abcd", (1, 48, 32, 32), "s8", "f32", {"src_scales": 0.5}, False),  # too few
-    ("abcd", "acdb", (1, 32, 32, 32), "s8", "f32", {"src_scales": 0.5}, False),  # near: cached
-    ("aBcd16b", "abcd", (2, 35, 4, 8), "bf16", "f32", {}, True),
-    ("aBcd16b", "abcd", (2, 35, 4, 8), "f16", "f32", {"sum_beta": 0.5}, True),   # sum: cached
+     True, True),
+    ("acdb", "abcd", (1, 48, 32, 32), "s8", "f32", {"src_scales": 0.5}, True, False),
+    ("abcd", "acdb", (1, 32, 32, 32), "s8", "f32", {"src_scales": 0.5}, False, False),  # near
+    ("aBcd16b", "abcd", (2, 35, 4, 8), "bf16", "f32", {}, True, False),
+    ("aBcd16b", "abcd", (2, 35, 4, 8), "f16", "f32", {"sum_beta": 0.5}, True, False),  # sum
 ]
 
 
-@pytest.mark.parametrize("stag,dtag,dims,sdt,ddt,kw,nt", TILE_F32_STREAMS,
-                         ids=[f"{s}-{d}-{a}-{b}" for s, d, _, a, b, _, _ in TILE_F32_STREAMS])
-def test_tile_streams_f32_columns(stag, dtag, dims, sdt, ddt, kw, nt, simd):
+@pytest.mark.parametrize("stag,dtag,dims,sdt,ddt,kw,nt,more", TILE_F32_STREAMS,
+                         ids=[f"{s}-{d}-{'x'.join(map(str, dims))}-{a}-{b}"
+                              for s, d, dims, a, b, _, _, _ in TILE_F32_STREAMS])
+def test_tile_streams_f32_columns(stag, dtag, dims, sdt, ddt, kw, nt, more, simd):
     """The tiles' streamed f32 columns (threshold 0), against the reference on 1-3 threads,
-    dst starting on a 64-byte line as 0x5A: padding lanes after a zero point, 1-byte sources in many far planes
-    (and in near or few ones, which stay cached), and sum, which reads dst and keeps its
-    stores cached."""
+    dst starting on a 64-byte line as 0x5A: padding lanes after a zero point, 1-byte sources
+    in far planes (and in near ones, which stay cached), and sum, which reads dst and keeps
+    its stores cached. The plan's explain() says where they stream on one thread only."""
     names = {"src_scales": "src_scales", "src_zero_point": "src_zp", "sum_beta": "beta"}
     rng = np.random.default_rng(zlib.crc32(f"{stag} {dims} {sdt}".encode()))
     sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)
     src = qr.place(values_for(sdt, math.prod(dims), rng), dims, stag, sdt)
     p = cached_plan(sdesc, ddesc, None, make_attrs(**kw), 0)
     assert type(p.runners[0]).__name__ == "ConvertTile" and p.runners[0].nt == nt, p.explain()
+    if nt:
+        assert ("f32 columns widened" not in p.explain()) == more, p.explain()
     ref_kw = {names[k]: v for k, v in kw.items()}
     old = qr.random_values(qr.nelems(dims, dtag), ddt, rng)
     if "sum_beta" in kw:

@@ -35,15 +35,16 @@ SIMD_IDS = {1: "simd", 2: "simd-bf16emu", 3: "avx2", 0: "portable"}
 simd = convert_modes(SIMD_IDS)
 
 
+# the package's conversion keywords -> the reference's
+REF_NAMES = {"src_scales": "src_scales", "src_scale_mask": "src_mask", "dst_scales": "dst_scales",
+             "dst_scale_mask": "dst_mask", "src_zero_point": "src_zp",
+             "dst_zero_point": "dst_zp", "sum_beta": "beta"}
+
+
 def check(src_flat, dims, stag, dtag, sdt, ddt, threads=None, out_fill=None, **kw):
     """reorder() vs the reference, bytes compared, padding included. `kw` uses the
     package's keyword names; the reference gets the same values."""
-    ref_kw = {}
-    names = {"src_scales": "src_scales", "src_scale_mask": "src_mask", "dst_scales": "dst_scales",
-             "dst_scale_mask": "dst_mask", "src_zero_point": "src_zp",
-             "dst_zero_point": "dst_zp", "sum_beta": "beta"}
-    for k, v in kw.items():
-        ref_kw[names[k]] = v
+    ref_kw = {REF_NAMES[k]: v for k, v in kw.items()}
     out = None
     if "sum_beta" in kw:
         out_fill = qr.random_values(qr.nelems(dims, dtag), ddt, np.random.default_rng(7)) \
@@ -66,6 +67,25 @@ def at_line(values, shape):
     out = raw[start:start + values.nbytes].view(values.dtype).reshape(shape)
     out[...] = values.reshape(shape)
     return out
+
+
+def check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng, fill=None):
+    """Plan `p` on `src` (stag, sdesc's layout) against the reference, bytes compared, on 1,
+    2 and 3 threads, into a dst on a 64-byte line that starts as random values (read back by
+    sum) or as `fill` bytes."""
+    dims = sdesc.dims
+    ref_kw = {REF_NAMES[k]: v for k, v in kw.items()}
+    old = qr.random_values(qr.nelems(dims, dtag), ddesc.dtype.name, rng)
+    if "sum_beta" in kw:
+        ref_kw["dst_old"] = old
+    exp, _, _ = qr.ref_reorder(src, dims, stag, dtag, sdesc.dtype.name, ddesc.dtype.name,
+                               **ref_kw)
+    for threads in (1, 2, 3):
+        out = at_line(old, ddesc.physical_shape)
+        if fill is not None and "sum_beta" not in kw:
+            out.view(np.uint8)[...] = fill
+        p(src.reshape(sdesc.physical_shape), out=out, threads=threads)
+        np.testing.assert_array_equal(bits(out), bits(exp))
 
 
 def values_for(dt, n, rng):
@@ -989,8 +1009,6 @@ def test_short_runs_convert_as_a_grid(stag, dtag, dims, sdt, ddt, kw, stream, si
     kw = dict(kw)
     if "dst_scale_mask" in kw:
         kw["dst_scales"] = kw["dst_scales"][:dims[1]]
-    names = {"src_scales": "src_scales", "dst_scales": "dst_scales", "dst_scale_mask": "dst_mask",
-             "src_zero_point": "src_zp", "dst_zero_point": "dst_zp", "sum_beta": "beta"}
     rng = np.random.default_rng(zlib.crc32(f"{stag} {dims} {sdt} {ddt}".encode()))
     sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)
     src = qr.place(values_for(sdt, math.prod(dims), rng), dims, stag, sdt)
@@ -1006,15 +1024,7 @@ def test_short_runs_convert_as_a_grid(stag, dtag, dims, sdt, ddt, kw, stream, si
         # nChw16c -> nhwc: a pixel's blocks share dst lines, so threads split the pixels
         if want == 2 and stag.startswith("aB"):
             assert p.runners[0].grid_split >= 0, p.explain()
-    ref_kw = {names[k]: v for k, v in kw.items()}
-    old = qr.random_values(qr.nelems(dims, dtag), ddt, rng)
-    if "sum_beta" in kw:
-        ref_kw["dst_old"] = old
-    exp, _, _ = qr.ref_reorder(src, dims, stag, dtag, sdt, ddt, **ref_kw)
-    for threads in (1, 2, 3):
-        out = old.copy().reshape(ddesc.physical_shape)
-        p(src.reshape(sdesc.physical_shape), out=out, threads=threads)
-        np.testing.assert_array_equal(bits(out), bits(exp))
+    check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng)
 
 
 def test_grid_refused():
@@ -1101,8 +1111,6 @@ def test_tiles_of_bytes(stag, dtag, dims, bext, sdt, ddt, kw, stream, simd):
     kw = dict(kw)
     if "dst_scale_mask" in kw:
         kw["dst_scales"] = kw["dst_scales"][:dims[1]]
-    names = {"src_scales": "src_scales", "dst_scales": "dst_scales", "dst_scale_mask": "dst_mask",
-             "src_zero_point": "src_zp", "dst_zero_point": "dst_zp", "sum_beta": "beta"}
     rng = np.random.default_rng(zlib.crc32(f"{stag} {dims} {sdt} {ddt}".encode()))
     sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)
     src = values_for(sdt, math.prod(dims), rng)
@@ -1120,15 +1128,7 @@ def test_tiles_of_bytes(stag, dtag, dims, bext, sdt, ddt, kw, stream, simd):
     else:
         wide = ddt in ("s8", "u8") and bext * np.dtype(qr.NUMPY[sdt]).itemsize <= 4096
         assert tiles and tiles[0].wide == wide, p.explain()
-    ref_kw = {names[k]: v for k, v in kw.items()}
-    old = qr.random_values(qr.nelems(dims, dtag), ddt, rng)
-    if "sum_beta" in kw:
-        ref_kw["dst_old"] = old
-    exp, _, _ = qr.ref_reorder(src, dims, stag, dtag, sdt, ddt, **ref_kw)
-    for threads in (1, 2, 3):
-        out = at_line(old, ddesc.physical_shape)
-        p(src.reshape(sdesc.physical_shape), out=out, threads=threads)
-        np.testing.assert_array_equal(bits(out), bits(exp))
+    check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng)
 
 
 # f32 columns of the tiles, streamed when the plan streams: from 1-byte sources only in far
@@ -1156,7 +1156,6 @@ def test_tile_streams_f32_columns(stag, dtag, dims, sdt, ddt, kw, nt, more, simd
     dst starting on a 64-byte line as 0x5A: padding lanes after a zero point, 1-byte sources
     in far planes (and in near ones, which stay cached), and sum, which reads dst and keeps
     its stores cached. The plan's explain() says where they stream on one thread only."""
-    names = {"src_scales": "src_scales", "src_zero_point": "src_zp", "sum_beta": "beta"}
     rng = np.random.default_rng(zlib.crc32(f"{stag} {dims} {sdt}".encode()))
     sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)
     src = qr.place(values_for(sdt, math.prod(dims), rng), dims, stag, sdt)
@@ -1164,14 +1163,4 @@ def test_tile_streams_f32_columns(stag, dtag, dims, sdt, ddt, kw, nt, more, simd
     assert type(p.runners[0]).__name__ == "ConvertTile" and p.runners[0].nt == nt, p.explain()
     if nt:
         assert ("f32 columns widened" not in p.explain()) == more, p.explain()
-    ref_kw = {names[k]: v for k, v in kw.items()}
-    old = qr.random_values(qr.nelems(dims, dtag), ddt, rng)
-    if "sum_beta" in kw:
-        ref_kw["dst_old"] = old
-    exp, _, _ = qr.ref_reorder(src, dims, stag, dtag, sdt, ddt, **ref_kw)
-    for threads in (1, 2, 3):
-        out = at_line(old, ddesc.physical_shape)
-        if "sum_beta" not in kw:
-            out.view(np.uint8)[...] = 0x5A
-        p(src.reshape(sdesc.physical_shape), out=out, threads=threads)
-        np.testing.assert_array_equal(bits(out), bits(exp))
+    check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng, fill=0x5A)

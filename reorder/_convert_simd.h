@@ -325,7 +325,8 @@ RQ_TR8(u8)
 /* The arithmetic a body is compiled for: none, one src or dst scale alone (int8 activations
    in and out), a dst scale with a zero point (u8 activations), or any (flags read at run
    time: their tests in unrolled loops cost more than the conversion). sk / dk: the scales
-   step per lane; the bodies with a scale take one common value. */
+   step along a run (rows, grids), whose bodies with a scale take one common value; the
+   tiles read per-lane scale vectors either way and pass 0. */
 enum { RQ_PURE, RQ_SSCALE, RQ_DSCALE, RQ_DSCALE_ZP, RQ_ANY };
 static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
     const int rest = m->has_szp || m->has_sum || m->has_dzp || m->has_adj;
@@ -397,8 +398,8 @@ rq_put8(char* d, const __m512i w[8], int nt) {
         for (int j = 0; j < 8; j++) _mm512_storeu_si512(d + 64 * j, w[j]);
     }
 }
-/* all lane groups of one outer position (see rq_block_t), the body compiled for MODE; 1-byte   \
-   outputs four groups at a time where they can */                                              \
+/* all lane groups of one outer position (see rq_block_t), the body compiled for MODE; 1-byte
+   outputs four groups at a time where they can */
 #define RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, MODE)                                          \
     for (int64_t g = 0; g < k->ngroups; g++) {                                                  \
         int64_t b0 = 0;                                                                         \

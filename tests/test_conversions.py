@@ -15,6 +15,7 @@ import pytest
 import reorder as ro
 from reorder import _convert, planner
 from reorder.attrs import make_attrs
+from reorder.binding import aligned_empty
 from reorder.conversion import arith_for
 from reorder.plan_cache import cached_plan
 from reorder.plans import _steps
@@ -59,16 +60,6 @@ def check(src_flat, dims, stag, dtag, sdt, ddt, threads=None, out_fill=None, **k
     return got
 
 
-def at_line(values, shape):
-    """A copy of `values` shaped `shape` whose data starts on a 64-byte line, so that the
-    kernels' streamed stores (which need aligned lines) are reached whatever numpy returns."""
-    raw = np.empty(values.nbytes + 64, np.uint8)
-    start = -raw.ctypes.data % 64
-    out = raw[start:start + values.nbytes].view(values.dtype).reshape(shape)
-    out[...] = values.reshape(shape)
-    return out
-
-
 def check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng, fill=None):
     """Plan `p` on `src` (stag, sdesc's layout) against the reference, bytes compared, on 1,
     2 and 3 threads, into a dst on a 64-byte line that starts as random values (read back by
@@ -81,7 +72,8 @@ def check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng, fill=None):
     exp, _, _ = qr.ref_reorder(src, dims, stag, dtag, sdesc.dtype.name, ddesc.dtype.name,
                                **ref_kw)
     for threads in (1, 2, 3):
-        out = at_line(old, ddesc.physical_shape)
+        out = aligned_empty(ddesc.physical_shape, old.dtype)    # streamed lines need it
+        out[...] = old.reshape(ddesc.physical_shape)
         if fill is not None and "sum_beta" not in kw:
             out.view(np.uint8)[...] = fill
         p(src.reshape(sdesc.physical_shape), out=out, threads=threads)

@@ -594,7 +594,7 @@ cdef void _walk_range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c
 
 cdef struct TileSpec:
     int64_t nt                   # stream (non-temporal) full 64-byte lines
-    int64_t wide                 # 1-byte outputs: four lane groups at a time (rq_block_t)
+    int64_t wide                 # four lane groups of 1-byte outputs, two of 16-bit ones (rq_block_t)
     int64_t ngroups
     const int64_t* soff          # [G*16] lane src offsets (elements)
     const int64_t* koff          # [G*16] lane scale index offsets
@@ -1228,8 +1228,9 @@ cdef class ConvertTile(Convert):
     acoord    -- [nck, G*16] lane coordinates along the checked dims in `ckdims`
     b         -- B as (extent, dst stride, weight, checked dim or -1)
     nt        -- stream full 64-byte lines
-    wide      -- 1-byte outputs: convert four lane groups at a time, so that each column's
-                 64 bytes are stored whole (the planner's choice: where B is short)
+    wide      -- convert four lane groups of 1-byte outputs, or two of 16-bit ones, at a time,
+                 so that each column's 64 bytes are stored whole (the planner's choice: where
+                 B is short)
     """
     cdef readonly bint wide
 

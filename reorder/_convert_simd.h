@@ -34,8 +34,8 @@ typedef struct {
 typedef struct {
     int64_t ngroups, dB, nbv, nbw;
     int64_t nt;            /* stream full 64-byte lines (large dst) */
-    int64_t wide;          /* 1-byte outputs: four groups at a time (rq_tile4), the plan's
-                              choice where the source rows are short */
+    int64_t wide;          /* 1-byte outputs four groups at a time (rq_tile4), 16-bit ones two
+                              (rq_tile2): the plan's choice where the source rows are short */
     const int64_t* soff;
     const uint16_t* lanes;
     const float* ssc;
@@ -399,7 +399,7 @@ rq_put8(char* d, const __m512i w[8], int nt) {
     }
 }
 /* all lane groups of one outer position (see rq_block_t), the body compiled for MODE; 1-byte
-   outputs four groups at a time where they can */
+   outputs four groups at a time and 16-bit ones two where they can */
 #define RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, MODE)                                          \
     for (int64_t g = 0; g < k->ngroups; g++) {                                                  \
         int64_t b0 = 0;                                                                         \
@@ -415,6 +415,16 @@ rq_put8(char* d, const __m512i w[8], int nt) {
                                     (char*)dst + 16 * g + b0 * k->dB, k->dB, k->nbv - b0,       \
                                     k->nbw - b0, 0xffff, k->ssc + 16 * g, k->dinv + 16 * g, m,  \
                                     (int32_t*)0, (int)k->nt, MODE);                             \
+        }                                                                                       \
+        if (RQ_W16_##ST && (MODE) == RQ_PURE && k->wide && g + 2 <= k->ngroups                  \
+                && k->nbv >= 16 && (k->lanes[g] & k->lanes[g + 1]) == 0xffff) {                 \
+            b0 = rq_tile2_##SN##_##DN((const char*)src, k->soff + 16 * g,                       \
+                                      (char*)dst + 32 * g, k->dB, k->nbv, (int)k->nt);          \
+            rq_tile_##SN##_##DN((const char*)src + b0 * SSIZE, k->soff + 16 * g,                \
+                                (char*)dst + (16 * g + b0 * k->dB) * DSIZE, k->dB, k->nbv - b0, \
+                                k->nbw - b0, 0xffff, k->ssc + 16 * g, k->dinv + 16 * g, m,      \
+                                (int32_t*)0, (int)k->nt, MODE);                                 \
+            g++;                                                                                \
         }                                                                                       \
         rq_tile_##SN##_##DN((const char*)src + b0 * SSIZE, k->soff + 16 * g,                    \
                             (char*)dst + (16 * g + b0 * k->dB) * DSIZE, k->dB, k->nbv - b0,     \
@@ -450,6 +460,43 @@ rq_rows16_##SN##_##DN(const char* p0, int64_t rs, char* d, int64_t nchunks, int 
         rq_rows16_put_##SN##_##DN(p0 + 16 * SSIZE, p8 + 16 * SSIZE, rs, d + 512, nt);           \
     }                                                                                           \
     if (c < nchunks) rq_rows16_put_##SN##_##DN(p0, p8, rs, d, nt);                              \
+}                                                                                               \
+/* Two lane groups of 16-bit outputs at once, full chunks of 16 columns, no arithmetic: a      \
+   column's 2 x 16 words are one 64-byte line of its dst row (the same scheme as rq_tile4).     \
+   Returns the columns done. */                                                                 \
+TGT static inline __attribute__((always_inline)) int64_t                                        \
+rq_tile2_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB, int64_t nbv,  \
+                     int nt) {                                                                  \
+    const int64_t dstep = dB * 2;                                                               \
+    nt = nt && ((uintptr_t)dst & 63) == 0 && (dstep & 63) == 0;                                 \
+    int64_t b0 = 0;                                                                             \
+    for (; b0 + 16 <= nbv; b0 += 16) {                                                          \
+        __m512i w[2][8];                                                                        \
+        _Pragma("GCC unroll 2")                                                                 \
+        for (int g = 0; g < 2; g++) {                                                           \
+            _Pragma("GCC unroll 8")                                                             \
+            for (int k = 0; k < 8; k++)                                                         \
+                w[g][k] = RQ_PACK2_##ST(                                                        \
+                    rq_ld_##SN(src + (soff[16 * g + 2 * k] + b0) * SSIZE, 0xffff),              \
+                    rq_ld_##SN(src + (soff[16 * g + 2 * k + 1] + b0) * SSIZE, 0xffff));         \
+            tr16x16_w16(w[g]);                                                                  \
+        }                                                                                       \
+        char* d0 = dst + b0 * dstep;                                                            \
+        _Pragma("GCC unroll 8")                                                                 \
+        for (int j = 0; j < 8; j++) {                                                           \
+            /* w[g][j] holds columns 2j (low half) and 2j+1 (high half) of group g */          \
+            const __m512i lo = _mm512_shuffle_i64x2(w[0][j], w[1][j], 0x44);                    \
+            const __m512i hi = _mm512_shuffle_i64x2(w[0][j], w[1][j], 0xee);                    \
+            if (nt) {                                                                           \
+                _mm512_stream_si512((__m512i*)(d0 + 2 * j * dstep), lo);                        \
+                _mm512_stream_si512((__m512i*)(d0 + (2 * j + 1) * dstep), hi);                  \
+            } else {                                                                            \
+                _mm512_storeu_si512(d0 + 2 * j * dstep, lo);                                    \
+                _mm512_storeu_si512(d0 + (2 * j + 1) * dstep, hi);                              \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+    return b0;                                                                                  \
 }                                                                                               \
 /* Four lane groups of 1-byte outputs at once, full chunks of 16 columns (every lane valid,     \
    no sum, no sums): a column's 4 x 16 lanes are 64 contiguous bytes of its dst row, stored     \

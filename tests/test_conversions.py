@@ -1068,9 +1068,11 @@ def test_grid_of_a_padded_block(kw, simd):
 
 # The tiles' 1-byte outputs: packed and transposed as bytes, four lane groups at a time
 # (ConvertTile.wide) where a lane's source run along B is short, with bodies compiled for
-# the common arithmetic. Each case gives B's extent, which decides `wide`.
-TILE_BYTE_CASES = [
+# the common arithmetic; their 16-bit outputs: two groups at a time where they are wide and
+# carry no arithmetic. Each case gives B's extent, which decides `wide`.
+TILE_NARROW_CASES = [
     ("aBcd16b", "abcd", (2, 32, 8, 12), 16),     # nChw16c -> nchw: 6 groups, 4 at once and 2
+    ("aBcd16b", "abcd", (1, 16, 8, 10), 16),     # 5 groups: pairs and one left single
     ("acdb", "abcd", (2, 40, 8, 12), 40),        # nhwc -> nchw: chunks of 16 and a tail of 8
     ("abcd", "acdb", (2, 64, 7, 9), 63),         # nchw -> nhwc: four groups of planes
     ("abcd", "acdb", (1, 64, 40, 40), 1600),     # long runs of B: one group at a time for f32
@@ -1078,28 +1080,33 @@ TILE_BYTE_CASES = [
     ("aBcd16b", "abcd", (2, 20, 8, 10), 16),     # a padded block: its last B partial
     ("abcd", "aBcd64b", (2, 50, 5, 7), 35),      # four groups, the last with 2 lanes of data
 ]
-TILE_BYTE_PAIRS = [("f32", "s8", {}), ("f32", "s8", {"dst_scales": 0.25}),
+TILE_NARROW_PAIRS = [("f32", "s8", {}), ("f32", "s8", {"dst_scales": 0.25}),
                    ("f32", "u8", {"dst_scales": 0.25, "dst_zero_point": 100}),
                    ("f16", "u8", {"dst_scales": np.linspace(0.1, 2, 64, dtype=np.float32),
                                   "dst_scale_mask": 2}),
                    ("f32", "s8", {"sum_beta": 0.5}),
                    ("bf16", "s8", {"src_scales": 2.0, "dst_scales": 0.5, "dst_zero_point": -3}),
                    ("s8", "f32", {"src_scales": 0.5}),
-                   ("u8", "f32", {"src_scales": 0.5, "src_zero_point": 7})]
+                   ("u8", "f32", {"src_scales": 0.5, "src_zero_point": 7}),
+                   ("f32", "bf16", {}), ("bf16", "f16", {}),
+                   ("f32", "f16", {"sum_beta": 0.5}),               # sum: single groups
+                   ("s8", "bf16", {"src_scales": 0.5})]             # a scale: single groups
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["cached-stores", "streaming-stores"])
-@pytest.mark.parametrize("sdt,ddt,kw", TILE_BYTE_PAIRS,
-                         ids=[f"{s}-{d}-{'-'.join(k) or 'plain'}" for s, d, k in TILE_BYTE_PAIRS])
-@pytest.mark.parametrize("stag,dtag,dims,bext", TILE_BYTE_CASES,
+@pytest.mark.parametrize("sdt,ddt,kw", TILE_NARROW_PAIRS,
+                         ids=[f"{s}-{d}-{'-'.join(k) or 'plain'}"
+                              for s, d, k in TILE_NARROW_PAIRS])
+@pytest.mark.parametrize("stag,dtag,dims,bext", TILE_NARROW_CASES,
                          ids=[f"{s}-{d}-{'x'.join(map(str, dims))}"
-                              for s, d, dims, _ in TILE_BYTE_CASES])
-def test_tiles_of_bytes(stag, dtag, dims, bext, sdt, ddt, kw, stream, simd):
-    """Conversions through the tiles to and from 1-byte types, on every SIMD path, with the
-    plan's streaming threshold at 0 and at 2**62, on 1, 2 and 3 threads: whole and partial
-    groups of four, chunks of 16 columns and their tails, a padded block, sum (which keeps
-    single groups), and each body the arithmetic is compiled for. Against the reference,
-    bytes compared, dst starting as random bytes on a 64-byte line."""
+                              for s, d, dims, _ in TILE_NARROW_CASES])
+def test_tiles_of_bytes_and_words(stag, dtag, dims, bext, sdt, ddt, kw, stream, simd):
+    """Conversions through the tiles to and from 1-byte types and to 16-bit ones, on every
+    SIMD path, with the plan's streaming threshold at 0 and at 2**62, on 1, 2 and 3 threads:
+    whole and partial groups of four and pairs, chunks of 16 columns and their tails, a
+    padded block, sum and scales on 16-bit outputs (which keep single groups), and each body
+    the arithmetic is compiled for. Against the reference, bytes compared, dst starting as
+    random bytes on a 64-byte line."""
     kw = dict(kw)
     if "dst_scale_mask" in kw:
         kw["dst_scales"] = kw["dst_scales"][:dims[1]]
@@ -1118,7 +1125,8 @@ def test_tiles_of_bytes(stag, dtag, dims, bext, sdt, ddt, kw, stream, simd):
         # per-channel scales along B (the channels) are not per lane: convert, then move
         assert not tiles, p.explain()
     else:
-        wide = ddt in ("s8", "u8") and bext * np.dtype(qr.NUMPY[sdt]).itemsize <= 4096
+        wide = ddt in ("s8", "u8", "bf16", "f16") and \
+            bext * np.dtype(qr.NUMPY[sdt]).itemsize <= 4096
         assert tiles and tiles[0].wide == wide, p.explain()
     check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng)
 

@@ -3,7 +3,7 @@
 
 Each is (name, dims, src tag, dst tag). Targets (ratio to np.copyto of the same bytes, medians,
 1 and 2 threads): >= 1.0 / >= 0.9 on activations of >= 26 MB and in cache >= oneDNN's 0.93,
->= 0.9 padded, >= 0.6 nchw -> nhwc, >= 0.8 small-spatial weights (docs/kernels.md)."""
+>= 0.9 padded, >= 0.6 nchw <-> nhwc, >= 0.8 small-spatial weights (docs/kernels.md)."""
 
 MOVE_DTYPES = ("f32", "bf16", "f16", "s8", "u8")
 
@@ -11,6 +11,7 @@ MOVE_CASES = (
     ("nchw->nChw16c", (8, 256, 56, 56), "nchw", "nChw16c"),
     ("nChw16c->nchw", (8, 256, 56, 56), "nChw16c", "nchw"),
     ("nchw->nhwc", (8, 256, 56, 56), "nchw", "nhwc"),
+    ("nhwc->nchw", (8, 256, 56, 56), "nhwc", "nchw"),
     ("nchw->nChw16c in cache", (1, 64, 112, 112), "nchw", "nChw16c"),
     ("nChw16c->nchw in cache", (1, 64, 112, 112), "nChw16c", "nchw"),
     ("nchw->nChw16c padded", (8, 3, 224, 224), "nchw", "nChw16c"),

@@ -20,8 +20,10 @@ __all__ = ["CopyKernel", "BlockKernel", "TransposeKernel", "GenericKernel"]
 # Runs shorter than this spread over too many write streams for streaming stores to pay
 # (docs/kernels.md).
 _STREAM_MIN_RUN_BYTES = 1024
-# A tile work item's dst footprint (B slice x A row bytes) stays under this, so the lines its
-# row blocks of A fill in turn are still in L2 when the next block comes (nchw -> nhwc: A = c).
+# With cached stores a tile work item's dst footprint (B slice x A row bytes) stays under
+# this, so the lines its row blocks of A fill in turn are still in L2 when the next block
+# comes (nchw -> nhwc: A = c). Streamed lines do not stay in any cache: there the slices are
+# as long as the thread split allows, which keeps the source rows' reads long (docs/kernels.md).
 _TILE_DST_BYTES = 128 << 10
 
 
@@ -296,8 +298,11 @@ class TransposeKernel(Kernel):
         # enough (outer, B-slice) work items for a static split to balance 2+ threads
         per = -(-16 // outer) if outer < 16 else 1
         slice_ = n if per == 1 else min(n, max(step, _round_up(-(-n // per), step)))
-        height = prob.nodes[-1].extent * (prob.nodes[ia].extent if ia is not None else 1)
-        slice_ = min(slice_, max(step, _TILE_DST_BYTES // (height * prob.itemsize) // step * step))
+        nt = prob.streams(stream_min_bytes)
+        if not nt:
+            height = prob.nodes[-1].extent * (prob.nodes[ia].extent if ia is not None else 1)
+            slice_ = min(slice_,
+                         max(step, _TILE_DST_BYTES // (height * prob.itemsize) // step * step))
         limits = {d: (v, pad) for d, v, pad in prob.checked}
         checked_node = c if c is not None and c.dim >= 0 else b
         valid, alloc = limits.get(checked_node.dim, (0, 0))
@@ -310,8 +315,7 @@ class TransposeKernel(Kernel):
             ha = prob.nodes[ia]
             hv, hp = limits.get(ha.dim, (0, 0))
             avec = np.array([ha.extent, ha.ss, ha.weight, hv, hp, ha.dim], dtype=np.int64)
-        return _kernels.Transpose(prob.itemsize, nodes, _checked_array(prob), avec, bvec,
-                                  prob.streams(stream_min_bytes))
+        return _kernels.Transpose(prob.itemsize, nodes, _checked_array(prob), avec, bvec, nt)
 
 
 class GenericKernel(Kernel):

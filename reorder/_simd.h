@@ -193,6 +193,63 @@ static void tile_avx512_u32(const uint32_t* src, const arows_t* A, int64_t na, u
     }
 }
 
+/* 64-bit elements: the same walk over 8 x 8 tiles of qwords (tr8x8_q), each dst row piece
+ * one 64-byte line, streamed as the 32-bit tiles stream theirs. */
+__attribute__((target("avx512f")))
+static void tile_avx512_u64(const uint64_t* src, const arows_t* A, int64_t na, uint64_t* dst,
+                            const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
+    __m512i r[8];
+    int64_t soff[8], off[8];
+    uint32_t vm, wm;
+    int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)7;
+    int dst_aligned = ((uintptr_t)dst & 63) == 0;
+    int64_t afast = bfull && !nt ? uniform_rows(A, rows, na, 8) : 0;
+    if (afast) {
+        const int64_t slo = A->slo, dlo = rows->dlo;    /* locals: stores may alias the structs */
+        for (int64_t a0 = 0; a0 < afast; a0 += 8)
+            for (int64_t b0 = 0; b0 < bfull; b0 += 8) {
+                const uint64_t* s = src + a0 * slo + b0;
+                for (int i = 0; i < 8; i++) r[i] = _mm512_loadu_si512(s + i * slo);
+                tr8x8_q(r);
+                uint64_t* d = dst + (bs + b0) * dlo + a0;
+                for (int j = 0; j < 8; j++) _mm512_storeu_si512(d + j * dlo, r[j]);
+            }
+    }
+    for (int64_t a0 = bfull < nbw ? 0 : afast; a0 < na; a0 += 8) {
+        int n = na - a0 < 8 ? (int)(na - a0) : 8;
+        arow_block(A, a0, n, soff, &vm, &wm);
+        if (!wm) continue;
+        __mmask8 wmask = (__mmask8)wm;
+        int allw = wm == 0xFFu;
+        for (int64_t b0 = a0 < afast ? bfull : 0; b0 < bfull; b0 += 8) {
+            int stream = nt && dst_aligned && allw;
+            row_offsets(rows, bs + b0, 8, off, -1);
+            for (int j = 0; j < 8; j++) stream &= (off[j] & 7) == 0;
+            for (int i = 0; i < 8; i++)
+                r[i] = (vm >> i) & 1u ? _mm512_loadu_si512(src + soff[i] + b0)
+                                      : _mm512_setzero_si512();
+            tr8x8_q(r);
+            if (stream)
+                for (int j = 0; j < 8; j++) _mm512_stream_si512((__m512i*)(dst + off[j] + a0), r[j]);
+            else if (allw)
+                for (int j = 0; j < 8; j++) _mm512_storeu_si512(dst + off[j] + a0, r[j]);
+            else
+                for (int j = 0; j < 8; j++) _mm512_mask_storeu_epi64(dst + off[j] + a0, wmask, r[j]);
+        }
+        for (int64_t b0 = bfull; b0 < nbw; b0 += 8) {
+            int64_t nb = nbw - b0 < 8 ? nbw - b0 : 8;
+            int64_t nbd = nbv - b0 < 0 ? 0 : (nbv - b0 < nb ? nbv - b0 : nb);
+            __mmask8 lmask = (__mmask8)((1u << nbd) - 1u);
+            for (int i = 0; i < 8; i++)
+                r[i] = (vm >> i) & 1u ? _mm512_maskz_loadu_epi64(lmask, src + soff[i] + b0)
+                                      : _mm512_setzero_si512();
+            tr8x8_q(r);
+            for (int64_t j = 0; j < nb; j++)
+                _mm512_mask_storeu_epi64(dst + row_off(rows, bs + b0 + j) + a0, wmask, r[j]);
+        }
+    }
+}
+
 /* ---- AVX2: 8x8 f32 register transposes, the SIMD path for CPUs without AVX-512 ---------
  * Stores are always cached: a 32-byte streaming store fills only half a line (docs/kernels.md). */
 __attribute__((target("avx2")))
@@ -286,7 +343,16 @@ static inline void tile_t##N(const T* s, const arows_t* A, int64_t na, T* d,    
                              int nt) {                                                    \
     (void)nt; SCALAR(s, A, na, d, rows, bs, nbv, nbw);                                    \
 }
-REORDER_TILE_ENTRY(8, uint64_t, tile_scalar_u64)
+static inline void tile_t8(const uint64_t* s, const arows_t* A, int64_t na, uint64_t* d,
+                           const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
+#if REORDER_X86
+    if (!reorder_simd_disabled && reorder_tile_bits == 512 && reorder_have_avx512()) {
+        tile_avx512_u64(s, A, na, d, rows, bs, nbv, nbw, nt);
+        return;
+    }
+#endif
+    (void)nt; tile_scalar_u64(s, A, na, d, rows, bs, nbv, nbw);
+}
 
 /* 1- and 2-byte elements: the few-rows path where it fits (_tiles_few.h), else AVX2
  * register transposes (_tiles_narrow.h) on every SIMD path, except words on the 512-bit path
@@ -527,6 +593,7 @@ static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int
     (void)A; (void)na; (void)nb; (void)rows;
     switch (size) {
     case 4: return avx512 ? "avx512 16x16" : avx2 ? "avx2 8x8" : "portable";
+    case 8: return avx512 ? "avx512 qwords 8x8" : "portable";
     default: return "portable";
     }
 }

@@ -3,7 +3,8 @@
  * AVX-512 subset each needs, so they inline into any AVX-512 caller; callers dispatch at
  * run time.
  *   tr16x16      f32 (or any 32-bit) elements, 16 registers, in 64 shuffles;
- *   tr16x16_w16  16-bit elements, two rows per register, in 24 two-source word permutes. */
+ *   tr16x16_w16  16-bit elements, two rows per register, in 24 two-source word permutes;
+ *   tr8x8_q      64-bit elements, 8 registers, in 24 shuffles. */
 #ifndef REORDER_TRANSPOSE_AVX512_H
 #define REORDER_TRANSPOSE_AVX512_H
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
@@ -34,6 +35,29 @@ static inline void tr16x16(__m512 r[16]) {
         r[4 + j] = _mm512_shuffle_f32x4(v1, v3, 0x88);
         r[8 + j] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
         r[12 + j] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+    }
+}
+
+/* 64-bit elements: row i in r[i] on entry, column i on return. */
+__attribute__((target("avx512f")))
+static inline void tr8x8_q(__m512i r[8]) {
+    __m512i t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm512_unpacklo_epi64(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi64(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4h+j], 128-bit lane k: columns of rows 4h..4h+3 (j 0: 0 and 4, 1: 2 and 6, 2: 1 and
+       5, 3: 3 and 7) */
+    for (int h = 0; h < 2; h++) {
+        u[4 * h + 0] = _mm512_shuffle_i64x2(t[4 * h], t[4 * h + 2], 0x88);
+        u[4 * h + 1] = _mm512_shuffle_i64x2(t[4 * h], t[4 * h + 2], 0xDD);
+        u[4 * h + 2] = _mm512_shuffle_i64x2(t[4 * h + 1], t[4 * h + 3], 0x88);
+        u[4 * h + 3] = _mm512_shuffle_i64x2(t[4 * h + 1], t[4 * h + 3], 0xDD);
+    }
+    static const int col[4] = {0, 2, 1, 3};
+    for (int j = 0; j < 4; j++) {
+        r[col[j]] = _mm512_shuffle_i64x2(u[j], u[4 + j], 0x88);
+        r[col[j] + 4] = _mm512_shuffle_i64x2(u[j], u[4 + j], 0xDD);
     }
 }
 

@@ -80,6 +80,64 @@ def test_kernel_matches_reference(simd, streaming, stag, dtag, dims, kernel, dty
         assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
 
 
+# 8-byte elements (f64, s64, u64) through the tile transposes: the AVX-512 8x8 qword tiles on
+# the "avx512" path, the portable loops elsewhere. Rows and columns not multiples of 8, padded
+# rows and columns, aligned whole tiles (the streamed path), A over two dst nodes and B over
+# two src nodes, size-1 and zero dims.
+QWORD_TILES = [
+    ("abcd", "aBcd16b", (2, 35, 7, 9)),          # C=35: 3 data rows in the last block
+    ("abcd", "aBcd8b", (2, 17, 5, 19)),
+    ("abcd", "aBcd16b", (3, 64, 12, 12)),        # whole, aligned tiles
+    ("aBcd16b", "abcd", (2, 35, 7, 9)),          # 63 rows, a short last block of columns
+    ("acdb", "abcd", (3, 37, 7, 9)),             # nhwc -> nchw: B = 37
+    ("abcd", "acdb", (2, 33, 1, 40)),            # nchw -> nhwc: A = 33
+    ("ABcd16b16a", "abcd", (64, 48, 13, 13)),    # A = hw then i16
+    ("abcd", "ABcd16b16a", (35, 33, 13, 13)),    # B = hw then i16, I padded: zero columns
+    ("abcd", "aBcd16b", (1, 1, 1, 1)),
+    ("abcd", "aBcd16b", (0, 20, 4, 4)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["f64", "u64"])
+@pytest.mark.parametrize("stag,dtag,dims", QWORD_TILES,
+                         ids=[f"{s}-{d}-{'x'.join(map(str, dims))}" for s, d, dims in QWORD_TILES])
+def test_qword_tiles_match_reference(simd, streaming, stag, dtag, dims, dtype):
+    """Any bit pattern (NaNs included) lands bit for bit where the reference puts it; dst
+    starts as 0x5A bytes, so a lane left unwritten or a padding lane not zeroed shows."""
+    rng = np.random.default_rng(8)
+    plain = rng.integers(0, 1 << 64, dims, dtype=np.uint64)
+    plain = plain if dtype == "u64" else plain.view(np.float64)
+    x = ref_from_plain(plain, "abcd", stag) if stag != "abcd" else plain
+    p = cached_plan(ro.Desc(dims, dtype, stag), ro.Desc(dims, dtype, dtag),
+                    stream_min_bytes=streaming)
+    tiny = np.prod(dims) <= 1                    # one element or none: the generic loop
+    assert p.kernel == ("generic" if tiny else "transpose") and len(p.steps) == 1, p.explain()
+    if not tiny:
+        assert p.runners[0].tile == ("avx512 qwords 8x8" if simd == "avx512" else "portable")
+    x = x.reshape(p.src.physical_shape)
+    expected = ref_reorder(x.reshape(-1), dims, stag, dtag).reshape(ref_physical_shape(dims, dtag))
+    for threads in (1, 2, 3):
+        out = np.full(p.dst.physical_shape, 0x5A, np.uint8).repeat(8).view(x.dtype) \
+            .reshape(p.dst.physical_shape)
+        p(x, out=out, threads=threads)
+        assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
+
+
+@pytest.mark.parametrize("view", ["negative", "offset", "both"])
+def test_views_through_qword_tiles(simd, view):
+    """Negative-stride and offset f64 views of an nchw source go through the same tiles."""
+    big = np.random.default_rng(12).standard_normal((3, 45, 9, 11))
+    v = {"negative": big[:, ::-1], "offset": big[1:, 5:], "both": big[1:, :4:-1]}[view]
+    keep = v.copy()
+    p = ro.plan(ro.Desc.of(v), "nChw16c")
+    assert p.kernel == "transpose", p.explain()
+    assert p.runners[0].tile == ("avx512 qwords 8x8" if simd == "avx512" else "portable")
+    got = p(v)
+    expected = ref_from_plain(np.ascontiguousarray(v), "abcd", "aBcd16b")
+    assert np.array_equal(uint_view(got), uint_view(expected.reshape(got.shape)))
+    assert np.array_equal(uint_view(v), uint_view(keep))                 # input untouched
+
+
 # Short runs contiguous on both sides, one node continuing them in src and another in dst
 # (nhwc <-> nChw16c, nChw8c <-> nChw16c): the walker loops the pixels as rows and the blocks
 # across each row, a grid of fixed-size copies; padded columns go through masked loads, and

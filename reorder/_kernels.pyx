@@ -259,6 +259,11 @@ cdef class Transpose:
         self.itemsize, self.nt = itemsize, nt
 
     @property
+    def slice(self):
+        """The columns of B one work item moves (the plan's choice)."""
+        return self.B.slice
+
+    @property
     def tile(self):
         """The register-tile path this runner takes now (it follows set_simd), for a full
         slice of B at the first outer position."""

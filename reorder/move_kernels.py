@@ -24,7 +24,7 @@ _STREAM_MIN_RUN_BYTES = 1024
 # this, so the lines its row blocks of A fill in turn are still in L2 when the next block
 # comes (nchw -> nhwc: A = c). Streamed lines do not stay in any cache: there the slices are
 # as long as the thread split allows, which keeps the source rows' reads long (docs/kernels.md).
-_TILE_DST_BYTES = 128 << 10
+TILE_DST_BYTES = 128 << 10
 
 
 def _node_array(nodes):
@@ -302,7 +302,7 @@ class TransposeKernel(Kernel):
         if not nt:
             height = prob.nodes[-1].extent * (prob.nodes[ia].extent if ia is not None else 1)
             slice_ = min(slice_,
-                         max(step, _TILE_DST_BYTES // (height * prob.itemsize) // step * step))
+                         max(step, TILE_DST_BYTES // (height * prob.itemsize) // step * step))
         limits = {d: (v, pad) for d, v, pad in prob.checked}
         checked_node = c if c is not None and c.dim >= 0 else b
         valid, alloc = limits.get(checked_node.dim, (0, 0))

@@ -10,6 +10,7 @@ from ._kernels import data_address
 from .binding import aligned_empty, bind_source, check_dst, check_out
 from .desc import _bytes, _fmt
 from .errors import ReorderError
+from .move_kernels import TILE_DST_BYTES
 from .planner import plan_steps
 from .problem import PARALLEL_MIN_BYTES, STREAM_MIN_BYTES, stream_threads
 from .tags import ABC
@@ -172,6 +173,10 @@ class Plan:
                 lines.append(f"  grids: {' x '.join(str(nd.extent) for nd in walk)} "
                              f"({'columns, ' if st.runner.grid == 2 else ''}rows, lanes) "
                              f"to a SIMD call; the rows are the node the source runs on along")
+            if kernel.name == "transpose":
+                lines.append(f"  tiles: B in slices of {st.runner.slice} a work item"
+                             + ("" if st.runner.nt else
+                                f" (cached stores: dst footprint <= {_bytes(TILE_DST_BYTES)})"))
             if st.runner.nt:
                 moved, smb = _bytes(prob.moved_bytes), _bytes(self.stream_min_bytes)
                 if upto > 1:

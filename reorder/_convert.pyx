@@ -1229,8 +1229,8 @@ cdef class ConvertTile(Convert):
     b         -- B as (extent, dst stride, weight, checked dim or -1)
     nt        -- stream full 64-byte lines
     wide      -- convert four lane groups of 1-byte outputs, or two of 16-bit ones, at a time,
-                 so that each column's 64 bytes are stored whole (the planner's choice: where
-                 B is short)
+                 so that each column's 64 bytes are stored whole (the planner's choice: for
+                 1-byte outputs where B is short)
     """
     cdef readonly bint wide
 

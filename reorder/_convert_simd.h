@@ -34,8 +34,8 @@ typedef struct {
 typedef struct {
     int64_t ngroups, dB, nbv, nbw;
     int64_t nt;            /* stream full 64-byte lines (large dst) */
-    int64_t wide;          /* 1-byte outputs four groups at a time (rq_tile4), 16-bit ones two
-                              (rq_tile2): the plan's choice where the source rows are short */
+    int64_t wide;          /* 1-byte outputs four groups at a time (rq_tile4) where the source
+                              rows are short, 16-bit ones two (rq_tile2): the plan's choice */
     const int64_t* soff;
     const uint16_t* lanes;
     const float* ssc;

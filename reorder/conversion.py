@@ -23,9 +23,10 @@ GRID_STREAM_ROW_BYTES = 4096
 # The tile path takes at most this many destination-contiguous lanes per outer position.
 TILE_MAX_LANES = 4096
 
-# 1-byte outputs convert four lane groups at a time and 16-bit outputs two (each column's 64
-# bytes stored whole) where a lane's source run along B is this long or shorter: longer runs
-# would be read as 64 or 32 far-apart streams at once (docs/kernels.md).
+# 1-byte outputs convert four lane groups at a time (each column's 64 bytes stored whole)
+# where a lane's source run along B is this long or shorter: longer runs would be read as 64
+# far-apart streams at once. 16-bit outputs pair two groups at any length: 32 streams
+# measured faster than half lines (docs/kernels.md).
 TILE_WIDE_ROW_BYTES = 4096
 
 # f32 columns widened in a tile: from 1-byte sources they stream only where they lie this
@@ -326,8 +327,9 @@ class ConversionKernel(Kernel):
         nt = prob.streams(stream_min_bytes)
         if prob.src.dtype.itemsize == 1 and prob.dst.dtype.itemsize == 4:
             nt = nt and b.ds * 4 >= TILE_FAR_COLUMN_BYTES
-        wide = prob.dst.dtype.itemsize in (1, 2) and \
-            b.extent * prob.src.dtype.itemsize <= TILE_WIDE_ROW_BYTES
+        wide = prob.dst.dtype.itemsize == 2 or (prob.dst.dtype.itemsize == 1 and
+                                                b.extent * prob.src.dtype.itemsize
+                                                <= TILE_WIDE_ROW_BYTES)
         return _convert.ConvertTile(*codes, nodes, checked, arith, _split_node(onodes, oq),
                                     soff, koff, coff, acoord, np.array(blk_dims, dtype=np.int64),
                                     bvec, nt, wide)

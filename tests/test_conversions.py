@@ -1068,14 +1068,14 @@ def test_grid_of_a_padded_block(kw, simd):
 
 # The tiles' 1-byte outputs: packed and transposed as bytes, four lane groups at a time
 # (ConvertTile.wide) where a lane's source run along B is short, with bodies compiled for
-# the common arithmetic; their 16-bit outputs: two groups at a time where they are wide and
-# carry no arithmetic. Each case gives B's extent, which decides `wide`.
+# the common arithmetic; their 16-bit outputs: two groups at a time wherever they carry no
+# arithmetic. Each case gives B's extent, which decides `wide` for 1-byte outputs.
 TILE_NARROW_CASES = [
     ("aBcd16b", "abcd", (2, 32, 8, 12), 16),     # nChw16c -> nchw: 6 groups, 4 at once and 2
     ("aBcd16b", "abcd", (1, 16, 8, 10), 16),     # 5 groups: pairs and one left single
     ("acdb", "abcd", (2, 40, 8, 12), 40),        # nhwc -> nchw: chunks of 16 and a tail of 8
     ("abcd", "acdb", (2, 64, 7, 9), 63),         # nchw -> nhwc: four groups of planes
-    ("abcd", "acdb", (1, 64, 40, 40), 1600),     # long runs of B: one group at a time for f32
+    ("abcd", "acdb", (1, 64, 40, 40), 1600),     # long runs of B: bytes one group at a time
     ("abcd", "aBcd16b", (2, 32, 7, 9), 63),      # one group: 16 contiguous columns a store
     ("aBcd16b", "abcd", (2, 20, 8, 10), 16),     # a padded block: its last B partial
     ("abcd", "aBcd64b", (2, 50, 5, 7), 35),      # four groups, the last with 2 lanes of data
@@ -1125,8 +1125,8 @@ def test_tiles_of_bytes_and_words(stag, dtag, dims, bext, sdt, ddt, kw, stream, 
         # per-channel scales along B (the channels) are not per lane: convert, then move
         assert not tiles, p.explain()
     else:
-        wide = ddt in ("s8", "u8", "bf16", "f16") and \
-            bext * np.dtype(qr.NUMPY[sdt]).itemsize <= 4096
+        wide = ddt in ("bf16", "f16") or (ddt in ("s8", "u8") and
+                                          bext * np.dtype(qr.NUMPY[sdt]).itemsize <= 4096)
         assert tiles and tiles[0].wide == wide, p.explain()
     check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng)
 

@@ -57,7 +57,7 @@ cdef extern from "_convert_simd.h" nogil:
         int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj
         int nt
     ctypedef struct rq_block_t:
-        int64_t ngroups, dB, nbv, nbw, nt, wide
+        int64_t ngroups, dB, nbv, nbw, nt, groups
         const int64_t* soff
         const uint16_t* lanes
         const float* ssc
@@ -594,7 +594,7 @@ cdef void _walk_range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c
 
 cdef struct TileSpec:
     int64_t nt                   # stream (non-temporal) full 64-byte lines
-    int64_t wide                 # four lane groups of 1-byte outputs, two of 16-bit ones (rq_block_t)
+    int64_t groups               # lane groups converted at once (rq_block_t)
     int64_t ngroups
     const int64_t* soff          # [G*16] lane src offsets (elements)
     const int64_t* koff          # [G*16] lane scale index offsets
@@ -678,7 +678,7 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
         acc[j] = 0
     for g in range(G):
         lanes[g] = 0xffff
-    blk.ngroups, blk.dB, blk.soff, blk.nt, blk.wide = G, T.bds, T.soff, T.nt, T.wide
+    blk.ngroups, blk.dB, blk.soff, blk.nt, blk.groups = G, T.bds, T.soff, T.nt, T.groups
     blk.lanes, blk.ssc, blk.dinv = lanes, ssc, dinv
     blk.acc = acc if c.acc != NULL else NULL
     _walk_start_split(p, &w, lo, split, base)
@@ -1228,17 +1228,17 @@ cdef class ConvertTile(Convert):
     acoord    -- [nck, G*16] lane coordinates along the checked dims in `ckdims`
     b         -- B as (extent, dst stride, weight, checked dim or -1)
     nt        -- stream full 64-byte lines
-    wide      -- convert four lane groups of 1-byte outputs, or two of 16-bit ones, at a time,
-                 so that each column's 64 bytes are stored whole (the planner's choice: for
-                 1-byte outputs where B is short)
+    groups    -- lane groups converted at once: 4 of 1-byte outputs, 2 of 16-bit ones, so
+                 that each column's 64 bytes are one store; 1 for one at a time (the
+                 planner's choice)
     """
-    cdef readonly bint wide
+    cdef readonly int groups
 
     def __init__(self, int scode, int dcode, const int64_t[:, ::1] nodes,
                  const int64_t[:, ::1] checked, Arith arith not None, int split,
                  const int64_t[::1] soff, const int64_t[::1] koff, const int64_t[::1] coff,
                  const int64_t[:, ::1] acoord, const int64_t[::1] ckdims, const int64_t[::1] b,
-                 bint nt, bint wide=False):
+                 bint nt, int groups=1):
         Convert.__init__(self, scode, dcode, nodes, checked, arith, split)
         cdef int k
         n = soff.shape[0]
@@ -1248,11 +1248,13 @@ cdef class ConvertTile(Convert):
             raise ValueError("inconsistent tile tables")
         if self.p.ext[self.p.n - 1] != 1:
             raise ValueError("tile nodes must end with a dummy node of extent 1")
+        if groups not in (1, 2, 4):
+            raise ValueError(f"a tile converts 1, 2 or 4 lane groups at once, not {groups}")
         self.keep = (self.keep, soff, koff, coff, acoord)
         self.nt = nt
         self.T.nt = nt
-        self.wide = wide
-        self.T.wide = wide
+        self.groups = groups
+        self.T.groups = groups
         self.T.ngroups = n // 16
         self.T.soff = &soff[0]
         self.T.koff = &koff[0]

@@ -34,8 +34,9 @@ typedef struct {
 typedef struct {
     int64_t ngroups, dB, nbv, nbw;
     int64_t nt;            /* stream full 64-byte lines (large dst) */
-    int64_t wide;          /* 1-byte outputs four groups at a time (rq_tile4) where the source
-                              rows are short, 16-bit ones two (rq_tile2): the plan's choice */
+    int64_t groups;        /* lane groups converted at once, the plan's choice: 4 of 1-byte
+                              outputs (rq_tile4), 2 of 16-bit ones (rq_tile2), else 1; each
+                              column's 64 bytes are then one store */
     const int64_t* soff;
     const uint16_t* lanes;
     const float* ssc;
@@ -398,15 +399,19 @@ rq_put8(char* d, const __m512i w[8], int nt) {
         for (int j = 0; j < 8; j++) _mm512_storeu_si512(d + 64 * j, w[j]);
     }
 }
+/* the first `n` lane groups from g all valid */
+static inline int rq_full_groups(const uint16_t* lanes, int64_t g, int64_t n) {
+    uint16_t all = 0xffff;
+    for (int64_t i = 0; i < n; i++) all &= lanes[g + i];
+    return all == 0xffff;
+}
 /* all lane groups of one outer position (see rq_block_t), the body compiled for MODE; 1-byte
-   outputs four groups at a time and 16-bit ones two where they can */
+   outputs four groups at a time and 16-bit ones two, where the plan asks */
 #define RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, MODE)                                          \
     for (int64_t g = 0; g < k->ngroups; g++) {                                                  \
         int64_t b0 = 0;                                                                         \
-        if (RQ_B8_##ST && k->wide && g + 4 <= k->ngroups && k->nbv >= 16 && !k->acc             \
-                && !((MODE) == RQ_ANY && m->has_sum)                                            \
-                && (k->lanes[g] & k->lanes[g + 1] & k->lanes[g + 2] & k->lanes[g + 3])          \
-                   == 0xffff) {                                                                 \
+        if (RQ_B8_##ST && k->groups == 4 && g + 4 <= k->ngroups && k->nbv >= 16 && !k->acc      \
+                && !((MODE) == RQ_ANY && m->has_sum) && rq_full_groups(k->lanes, g, 4)) {       \
             b0 = rq_tile4_##SN##_##DN((const char*)src, k->soff + 16 * g,                       \
                                       (char*)dst + 16 * g, k->dB, k->nbv, k->ssc + 16 * g,      \
                                       k->dinv + 16 * g, m, (int)k->nt, MODE);                   \
@@ -416,8 +421,8 @@ rq_put8(char* d, const __m512i w[8], int nt) {
                                     k->nbw - b0, 0xffff, k->ssc + 16 * g, k->dinv + 16 * g, m,  \
                                     (int32_t*)0, (int)k->nt, MODE);                             \
         }                                                                                       \
-        if (RQ_W16_##ST && (MODE) == RQ_PURE && k->wide && g + 2 <= k->ngroups                  \
-                && k->nbv >= 16 && (k->lanes[g] & k->lanes[g + 1]) == 0xffff) {                 \
+        if (RQ_W16_##ST && (MODE) == RQ_PURE && k->groups == 2 && g + 2 <= k->ngroups           \
+                && k->nbv >= 16 && rq_full_groups(k->lanes, g, 2)) {                            \
             b0 = rq_tile2_##SN##_##DN((const char*)src, k->soff + 16 * g,                       \
                                       (char*)dst + 32 * g, k->dB, k->nbv, (int)k->nt);          \
             rq_tile_##SN##_##DN((const char*)src + b0 * SSIZE, k->soff + 16 * g,                \

@@ -25,8 +25,9 @@ TILE_MAX_LANES = 4096
 
 # 1-byte outputs convert four lane groups at a time (each column's 64 bytes stored whole)
 # where a lane's source run along B is this long or shorter: longer runs would be read as 64
-# far-apart streams at once. 16-bit outputs pair two groups at any length: 32 streams
-# measured faster than half lines (docs/kernels.md).
+# far-apart streams at once, and pairs of groups (32 bytes) measured slower than one. 16-bit
+# outputs pair two groups at any length, 32 streams measuring faster than half lines
+# (docs/kernels.md).
 TILE_WIDE_ROW_BYTES = 4096
 
 # f32 columns widened in a tile: from 1-byte sources they stream only where they lie this
@@ -327,9 +328,9 @@ class ConversionKernel(Kernel):
         nt = prob.streams(stream_min_bytes)
         if prob.src.dtype.itemsize == 1 and prob.dst.dtype.itemsize == 4:
             nt = nt and b.ds * 4 >= TILE_FAR_COLUMN_BYTES
-        wide = prob.dst.dtype.itemsize == 2 or (prob.dst.dtype.itemsize == 1 and
-                                                b.extent * prob.src.dtype.itemsize
-                                                <= TILE_WIDE_ROW_BYTES)
+        dsize = prob.dst.dtype.itemsize
+        groups = 2 if dsize == 2 else 4 if dsize == 1 and \
+            b.extent * prob.src.dtype.itemsize <= TILE_WIDE_ROW_BYTES else 1
         return _convert.ConvertTile(*codes, nodes, checked, arith, _split_node(onodes, oq),
                                     soff, koff, coff, acoord, np.array(blk_dims, dtype=np.int64),
-                                    bvec, nt, wide)
+                                    bvec, nt, groups)

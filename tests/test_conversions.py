@@ -1067,15 +1067,16 @@ def test_grid_of_a_padded_block(kw, simd):
 
 
 # The tiles' 1-byte outputs: packed and transposed as bytes, four lane groups at a time
-# (ConvertTile.wide) where a lane's source run along B is short, with bodies compiled for
+# (ConvertTile.groups) where a lane's source run along B is short, with bodies compiled for
 # the common arithmetic; their 16-bit outputs: two groups at a time wherever they carry no
-# arithmetic. Each case gives B's extent, which decides `wide` for 1-byte outputs.
+# arithmetic. Each case gives B's extent, which decides `groups` for 1-byte outputs.
 TILE_NARROW_CASES = [
     ("aBcd16b", "abcd", (2, 32, 8, 12), 16),     # nChw16c -> nchw: 6 groups, 4 at once and 2
     ("aBcd16b", "abcd", (1, 16, 8, 10), 16),     # 5 groups: pairs and one left single
     ("acdb", "abcd", (2, 40, 8, 12), 40),        # nhwc -> nchw: chunks of 16 and a tail of 8
     ("abcd", "acdb", (2, 64, 7, 9), 63),         # nchw -> nhwc: four groups of planes
     ("abcd", "acdb", (1, 64, 40, 40), 1600),     # long runs of B: bytes one group at a time
+    ("abcd", "acdb", (1, 48, 40, 40), 1600),     # 3 groups: words in a pair and one single
     ("abcd", "aBcd16b", (2, 32, 7, 9), 63),      # one group: 16 contiguous columns a store
     ("aBcd16b", "abcd", (2, 20, 8, 10), 16),     # a padded block: its last B partial
     ("abcd", "aBcd64b", (2, 50, 5, 7), 35),      # four groups, the last with 2 lanes of data
@@ -1125,9 +1126,9 @@ def test_tiles_of_bytes_and_words(stag, dtag, dims, bext, sdt, ddt, kw, stream, 
         # per-channel scales along B (the channels) are not per lane: convert, then move
         assert not tiles, p.explain()
     else:
-        wide = ddt in ("bf16", "f16") or (ddt in ("s8", "u8") and
-                                          bext * np.dtype(qr.NUMPY[sdt]).itemsize <= 4096)
-        assert tiles and tiles[0].wide == wide, p.explain()
+        short = bext * np.dtype(qr.NUMPY[sdt]).itemsize <= 4096
+        groups = 2 if ddt in ("bf16", "f16") else 4 if ddt in ("s8", "u8") and short else 1
+        assert tiles and tiles[0].groups == groups, p.explain()
     check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng)
 
 

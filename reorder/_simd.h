@@ -194,7 +194,7 @@ static void tile_avx512_u32(const uint32_t* src, const arows_t* A, int64_t na, u
 }
 
 /* 64-bit elements: the same walk over 8 x 8 tiles of qwords (tr8x8_q), each dst row piece
- * one 64-byte line, streamed as the 32-bit tiles stream theirs. */
+ * one 64-byte line, streamed as the 32-bit tiles stream theirs (AVX2: tile_avx2_u64). */
 __attribute__((target("avx512f")))
 static void tile_avx512_u64(const uint64_t* src, const arows_t* A, int64_t na, uint64_t* dst,
                             const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
@@ -297,6 +297,58 @@ static void tile_avx2_u32(const uint32_t* src, const arows_t* A, int64_t na, uin
     }
 }
 
+/* 64-bit elements: 8 A rows x 4 B columns a step, two 4x4 transposes, so each dst row piece
+ * is one 64-byte line in two stores; otherwise the same walk as the 32-bit tile. */
+__attribute__((target("avx2")))
+static void tile_avx2_u64(const uint64_t* src, const arows_t* A, int64_t na, uint64_t* dst,
+                          const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw) {
+    __m256i r[8];
+    int64_t soff[8], off[4];
+    uint32_t vm, wm;
+    int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)3;
+    int64_t afast = uniform_rows(A, rows, na, 8);
+    const int64_t slo = A->slo, dlo = rows->dlo;    /* locals: stores may alias the structs */
+    int64_t a_in = afast <= 32 ? afast : 8;
+    for (int64_t a1 = 0; a1 < afast; a1 += a_in)
+        for (int64_t b0 = 0; b0 < bfull; b0 += 4)
+            for (int64_t a0 = a1; a0 < a1 + a_in && a0 < afast; a0 += 8) {
+                const uint64_t* s = src + a0 * slo + b0;
+                for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_si256((const __m256i*)(s + i * slo));
+                avx2_tr4x4_epi64(r);
+                avx2_tr4x4_epi64(r + 4);
+                uint64_t* d = dst + (bs + b0) * dlo + a0;
+                for (int j = 0; j < 4; j++) {
+                    _mm256_storeu_si256((__m256i*)(d + j * dlo), r[j]);
+                    _mm256_storeu_si256((__m256i*)(d + j * dlo + 4), r[4 + j]);
+                }
+            }
+    for (int64_t a0 = bfull < nbw ? 0 : afast; a0 < na; a0 += 8) {
+        int n = na - a0 < 8 ? (int)(na - a0) : 8;
+        arow_block(A, a0, n, soff, &vm, &wm);
+        if (!wm) continue;
+        int64_t bvec = wm == 0xFFu ? bfull : 0;     /* partial row blocks go element-wise */
+        for (int64_t b0 = a0 < afast ? bvec : 0; b0 < bvec; b0 += 4) {
+            row_offsets(rows, bs + b0, 4, off, 0);
+            for (int i = 0; i < 8; i++)
+                r[i] = (vm >> i) & 1u ? _mm256_loadu_si256((const __m256i*)(src + soff[i] + b0))
+                                      : _mm256_setzero_si256();
+            avx2_tr4x4_epi64(r);
+            avx2_tr4x4_epi64(r + 4);
+            for (int j = 0; j < 4; j++) {
+                _mm256_storeu_si256((__m256i*)(dst + off[j] + a0), r[j]);
+                _mm256_storeu_si256((__m256i*)(dst + off[j] + a0 + 4), r[4 + j]);
+            }
+        }
+        for (int64_t b = bvec; b < nbw; b++) {
+            uint64_t* d = dst + row_off(rows, bs + b) + a0;
+            for (int i = 0; i < n; i++) {
+                if (!((wm >> i) & 1u)) continue;
+                d[i] = (b < nbv && ((vm >> i) & 1u)) ? src[soff[i] + b] : 0;
+            }
+        }
+    }
+}
+
 #include "_tiles_narrow.h"
 #include "_tiles_narrow512.h"
 #include "_tiles_few.h"
@@ -348,6 +400,10 @@ static inline void tile_t8(const uint64_t* s, const arows_t* A, int64_t na, uint
 #if REORDER_X86
     if (!reorder_simd_disabled && reorder_tile_bits == 512 && reorder_have_avx512()) {
         tile_avx512_u64(s, A, na, d, rows, bs, nbv, nbw, nt);
+        return;
+    }
+    if (!reorder_simd_disabled && reorder_tile_bits >= 256 && reorder_have_avx2()) {
+        tile_avx2_u64(s, A, na, d, rows, bs, nbv, nbw);
         return;
     }
 #endif
@@ -593,7 +649,7 @@ static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int
     (void)A; (void)na; (void)nb; (void)rows;
     switch (size) {
     case 4: return avx512 ? "avx512 16x16" : avx2 ? "avx2 8x8" : "portable";
-    case 8: return avx512 ? "avx512 qwords 8x8" : "portable";
+    case 8: return avx512 ? "avx512 qwords 8x8" : avx2 ? "avx2 qwords 8x4" : "portable";
     default: return "portable";
     }
 }

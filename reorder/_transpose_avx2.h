@@ -6,6 +6,7 @@
  * "_lanes" ones transpose each 128-bit lane on its own (lane k of r[i] is row i of block k).
  *
  *   avx2_tr8x8_ps            8x8 f32, 24 shuffles
+ *   avx2_tr4x4_epi64         4x4 64-bit, 8 shuffles
  *   avx2_tr8x8_epi32         the same for integer registers
  *   avx2_tr4x4_epi32_lanes   4x4 32-bit units per lane
  *   avx2_tr16x16_epi16       16x16 words (rows of 16 words), in-lane unpacks + one lane exchange
@@ -22,6 +23,15 @@
 
 /* Arrays of registers stay in registers only when inlined. */
 #define REORDER_TR_AVX2 __attribute__((target("avx2"), always_inline)) static inline
+
+REORDER_TR_AVX2 void avx2_tr4x4_epi64(__m256i r[4]) {
+    const __m256i t0 = _mm256_unpacklo_epi64(r[0], r[1]), t1 = _mm256_unpackhi_epi64(r[0], r[1]);
+    const __m256i t2 = _mm256_unpacklo_epi64(r[2], r[3]), t3 = _mm256_unpackhi_epi64(r[2], r[3]);
+    r[0] = _mm256_permute2x128_si256(t0, t2, 0x20);
+    r[1] = _mm256_permute2x128_si256(t1, t3, 0x20);
+    r[2] = _mm256_permute2x128_si256(t0, t2, 0x31);
+    r[3] = _mm256_permute2x128_si256(t1, t3, 0x31);
+}
 
 REORDER_TR_AVX2 void avx2_tr8x8_ps(__m256 r[8]) {
     __m256 t[8], u[8];

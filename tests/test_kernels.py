@@ -81,7 +81,7 @@ def test_kernel_matches_reference(simd, streaming, stag, dtag, dims, kernel, dty
 
 
 # 8-byte elements (f64, s64, u64) through the tile transposes: the AVX-512 8x8 qword tiles on
-# the "avx512" path, the portable loops elsewhere. Rows and columns not multiples of 8, padded
+# the "avx512" path, AVX2 8x4 ones on "avx2", the portable loops without SIMD. Rows and columns not multiples of 8, padded
 # rows and columns, aligned whole tiles (the streamed path), A over two dst nodes and B over
 # two src nodes, size-1 and zero dims.
 QWORD_TILES = [
@@ -96,6 +96,9 @@ QWORD_TILES = [
     ("abcd", "aBcd16b", (1, 1, 1, 1)),
     ("abcd", "aBcd16b", (0, 20, 4, 4)),
 ]
+
+
+QWORD_TILE = {"avx512": "avx512 qwords 8x8", "avx2": "avx2 qwords 8x4", False: "portable"}
 
 
 @pytest.mark.parametrize("dtype", ["f64", "u64"])
@@ -113,7 +116,7 @@ def test_qword_tiles_match_reference(simd, streaming, stag, dtag, dims, dtype):
     tiny = np.prod(dims) <= 1                    # one element or none: the generic loop
     assert p.kernel == ("generic" if tiny else "transpose") and len(p.steps) == 1, p.explain()
     if not tiny:
-        assert p.runners[0].tile == ("avx512 qwords 8x8" if simd == "avx512" else "portable")
+        assert p.runners[0].tile == QWORD_TILE[simd], p.explain()
     x = x.reshape(p.src.physical_shape)
     expected = ref_reorder(x.reshape(-1), dims, stag, dtag).reshape(ref_physical_shape(dims, dtag))
     for threads in (1, 2, 3):
@@ -131,7 +134,7 @@ def test_views_through_qword_tiles(simd, view):
     keep = v.copy()
     p = ro.plan(ro.Desc.of(v), "nChw16c")
     assert p.kernel == "transpose", p.explain()
-    assert p.runners[0].tile == ("avx512 qwords 8x8" if simd == "avx512" else "portable")
+    assert p.runners[0].tile == QWORD_TILE[simd], p.explain()
     got = p(v)
     expected = ref_from_plain(np.ascontiguousarray(v), "abcd", "aBcd16b")
     assert np.array_equal(uint_view(got), uint_view(expected.reshape(got.shape)))

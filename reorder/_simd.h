@@ -250,6 +250,17 @@ static void tile_avx512_u64(const uint64_t* src, const arows_t* A, int64_t na, u
     }
 }
 
+/* Columns b0 .. nbw-1 of the A rows a0 .. a0+n-1 element by element (the AVX2 tiles' edges:
+ * partial row blocks and ragged columns), zeros where a row or column is padding. */
+#define REORDER_EDGE_COLUMNS(T, b0)                                                       \
+    for (int64_t b = (b0); b < nbw; b++) {                                                \
+        T* d_ = dst + row_off(rows, bs + b) + a0;                                         \
+        for (int i = 0; i < n; i++) {                                                     \
+            if (!((wm >> i) & 1u)) continue;                                              \
+            d_[i] = (b < nbv && ((vm >> i) & 1u)) ? src[soff[i] + b] : 0;                 \
+        }                                                                                 \
+    }
+
 /* ---- AVX2: 8x8 f32 register transposes, the SIMD path for CPUs without AVX-512 ---------
  * Stores are always cached: a 32-byte streaming store fills only half a line (docs/kernels.md). */
 __attribute__((target("avx2")))
@@ -287,13 +298,7 @@ static void tile_avx2_u32(const uint32_t* src, const arows_t* A, int64_t na, uin
             avx2_tr8x8_ps(r);
             for (int j = 0; j < 8; j++) _mm256_storeu_ps((float*)(dst + off[j] + a0), r[j]);
         }
-        for (int64_t b = bvec; b < nbw; b++) {
-            uint32_t* d = dst + row_off(rows, bs + b) + a0;
-            for (int i = 0; i < n; i++) {
-                if (!((wm >> i) & 1u)) continue;
-                d[i] = (b < nbv && ((vm >> i) & 1u)) ? src[soff[i] + b] : 0;
-            }
-        }
+        REORDER_EDGE_COLUMNS(uint32_t, bvec);
     }
 }
 
@@ -339,13 +344,7 @@ static void tile_avx2_u64(const uint64_t* src, const arows_t* A, int64_t na, uin
                 _mm256_storeu_si256((__m256i*)(dst + off[j] + a0 + 4), r[4 + j]);
             }
         }
-        for (int64_t b = bvec; b < nbw; b++) {
-            uint64_t* d = dst + row_off(rows, bs + b) + a0;
-            for (int i = 0; i < n; i++) {
-                if (!((wm >> i) & 1u)) continue;
-                d[i] = (b < nbv && ((vm >> i) & 1u)) ? src[soff[i] + b] : 0;
-            }
-        }
+        REORDER_EDGE_COLUMNS(uint64_t, bvec);
     }
 }
 

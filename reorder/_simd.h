@@ -394,20 +394,28 @@ static inline void tile_t##N(const T* s, const arows_t* A, int64_t na, T* d,    
                              int nt) {                                                    \
     (void)nt; SCALAR(s, A, na, d, rows, bs, nbv, nbw);                                    \
 }
-static inline void tile_t8(const uint64_t* s, const arows_t* A, int64_t na, uint64_t* d,
-                           const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
+/* 4- and 8-byte elements: the AVX-512 tile (which may stream), else the AVX2 one, else the
+ * portable loops. */
 #if REORDER_X86
-    if (!reorder_simd_disabled && reorder_tile_bits == 512 && reorder_have_avx512()) {
-        tile_avx512_u64(s, A, na, d, rows, bs, nbv, nbw, nt);
-        return;
-    }
-    if (!reorder_simd_disabled && reorder_tile_bits >= 256 && reorder_have_avx2()) {
-        tile_avx2_u64(s, A, na, d, rows, bs, nbv, nbw);
-        return;
-    }
-#endif
-    (void)nt; tile_scalar_u64(s, A, na, d, rows, bs, nbv, nbw);
+#define REORDER_TILE_WIDE_ENTRY(N, T, BITS)                                                \
+static inline void tile_t##N(const T* s, const arows_t* A, int64_t na, T* d,              \
+                             const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw,    \
+                             int nt) {                                                    \
+    if (!reorder_simd_disabled && reorder_tile_bits == 512 && reorder_have_avx512()) {    \
+        tile_avx512_u##BITS(s, A, na, d, rows, bs, nbv, nbw, nt);                         \
+        return;                                                                           \
+    }                                                                                     \
+    if (!reorder_simd_disabled && reorder_tile_bits >= 256 && reorder_have_avx2()) {      \
+        tile_avx2_u##BITS(s, A, na, d, rows, bs, nbv, nbw);                               \
+        return;                                                                           \
+    }                                                                                     \
+    tile_scalar_u##BITS(s, A, na, d, rows, bs, nbv, nbw);                                 \
 }
+#else
+#define REORDER_TILE_WIDE_ENTRY(N, T, BITS) REORDER_TILE_ENTRY(N, T, tile_scalar_u##BITS)
+#endif
+REORDER_TILE_WIDE_ENTRY(4, uint32_t, 32)
+REORDER_TILE_WIDE_ENTRY(8, uint64_t, 64)
 
 /* 1- and 2-byte elements: the few-rows path where it fits (_tiles_few.h), else AVX2
  * register transposes (_tiles_narrow.h) on every SIMD path, except words on the 512-bit path
@@ -460,21 +468,6 @@ static inline void tile_t2(const uint16_t* s, const arows_t* A, int64_t na, uint
 REORDER_TILE_ENTRY(1, uint8_t, tile_scalar_u8)
 REORDER_TILE_ENTRY(2, uint16_t, tile_scalar_u16)
 #endif
-
-static inline void tile_t4(const uint32_t* s, const arows_t* A, int64_t na, uint32_t* d,
-                           const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
-#if REORDER_X86
-    if (!reorder_simd_disabled && reorder_tile_bits == 512 && reorder_have_avx512()) {
-        tile_avx512_u32(s, A, na, d, rows, bs, nbv, nbw, nt);
-        return;
-    }
-    if (!reorder_simd_disabled && reorder_tile_bits >= 256 && reorder_have_avx2()) {
-        tile_avx2_u32(s, A, na, d, rows, bs, nbv, nbw);
-        return;
-    }
-#endif
-    (void)nt; tile_scalar_u32(s, A, na, d, rows, bs, nbv, nbw);
-}
 
 /* Copy one contiguous run (copy_bytes, after copy_grid below). Short runs of a fixed size
  * (a 16-float block row) become a few inlined vector moves instead of a memcpy call. */

@@ -10,9 +10,9 @@ import numpy as np
 
 from . import _convert
 from .attrs import scale_array, sum_factor, zero_point
-from .problem import ALL_THREADS, Kernel, Node, slab_lanes
+from .problem import FAR_PLANE_BYTES, Kernel, Node, far_planes, slab_lanes
 
-__all__ = ["ConversionKernel", "arith_for", "call_values", "stream_threads_cap"]
+__all__ = ["ConversionKernel", "arith_for", "call_values", "widened_columns_cached"]
 
 CODES = _convert.CODES
 
@@ -30,27 +30,25 @@ TILE_MAX_LANES = 4096
 # (docs/kernels.md).
 TILE_WIDE_ROW_BYTES = 4096
 
-# f32 columns widened in a tile: from 1-byte sources they stream only where they lie this
-# far apart in dst or farther (nChw16c -> nchw, nhwc -> nchw); nearer (nchw -> nChw16c,
-# nchw -> nhwc) they measured slower streamed. From 1- and 2-byte sources they stream on
-# more than one thread only where a lane group writes at least TILE_FAR_COLUMNS such far
-# planes (nhwc -> nchw); elsewhere 2 threads measured faster cached (docs/kernels.md).
-TILE_FAR_COLUMN_BYTES = 4096
-TILE_FAR_COLUMNS = 64
+# f32 columns widened in a tile: from 1-byte sources they stream only where they lie far
+# apart in dst (problem.FAR_PLANE_BYTES: nChw16c -> nchw, nhwc -> nchw); nearer
+# (nchw -> nChw16c, nchw -> nhwc) they measured slower streamed. From 1- and 2-byte sources
+# they stream on more than one thread only where a lane group writes many such far planes
+# (problem.far_planes: nhwc -> nchw); elsewhere 2 threads measured faster cached
+# (docs/kernels.md).
 
 
-def stream_threads_cap(prob, runner):
-    """The most threads on which a step may stream its stores, whatever its bytes allow
-    (problem.stream_threads): one for a tile writing f32 columns widened from a narrower
-    type, unless a lane group writes many far planes (TILE_FAR_COLUMNS). On 2 threads those
-    measured slower streamed than cached (bf16 -> f32 nchw -> nChw16c 8x256x56x56: 0.97 of
-    a copy against 1.34-1.45), on 1 faster (0.97 against 0.71)."""
+def widened_columns_cached(prob, runner):
+    """Whether `runner` is a tile writing f32 columns widened from a narrower type that
+    keeps its stores cached on more than one thread: all but those writing far planes
+    (problem.far_planes). On 2 threads they measured slower streamed than cached
+    (bf16 -> f32 nchw -> nChw16c 8x256x56x56: 0.97 of a copy against 1.34-1.45), on 1
+    faster (0.97 against 0.71)."""
     if type(runner) is _convert.ConvertTile and prob.dst.dtype.name == "f32" \
             and prob.src.dtype.itemsize < 4:
         b = next(nd for nd in prob.nodes if nd.ss == 1 and nd.extent > 1)
-        if not (b.extent >= TILE_FAR_COLUMNS and b.ds * 4 >= TILE_FAR_COLUMN_BYTES):
-            return 1
-    return ALL_THREADS
+        return not far_planes(b, 4)
+    return False
 
 
 def _split_node(nodes, qstrides):
@@ -273,6 +271,10 @@ class ConversionKernel(Kernel):
     def is_usable_for(self, prob):
         return prob.attrs is not None
 
+    def stream_threads(self, prob, runner, stream_min_bytes):
+        upto = super().stream_threads(prob, runner, stream_min_bytes)
+        return min(upto, 1) if widened_columns_cached(prob, runner) else upto
+
     def prepare(self, prob, stream_min_bytes):
         arith = arith_for(prob.attrs)
         codes = (CODES[prob.src.dtype.name], CODES[prob.dst.dtype.name])
@@ -327,7 +329,7 @@ class ConversionKernel(Kernel):
         # tile completes (AVX2, see _convert_simd.h)
         nt = prob.streams(stream_min_bytes)
         if prob.src.dtype.itemsize == 1 and prob.dst.dtype.itemsize == 4:
-            nt = nt and b.ds * 4 >= TILE_FAR_COLUMN_BYTES
+            nt = nt and b.ds * 4 >= FAR_PLANE_BYTES
         dsize = prob.dst.dtype.itemsize
         groups = 2 if dsize == 2 else 4 if dsize == 1 and \
             b.extent * prob.src.dtype.itemsize <= TILE_WIDE_ROW_BYTES else 1

@@ -4,7 +4,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .conversion import arith_for, grid_order, stream_threads_cap
+from .conversion import arith_for, grid_order, widened_columns_cached
 from .threads import resolve
 from ._kernels import data_address
 from .binding import aligned_empty, bind_source, check_dst, check_out
@@ -60,9 +60,7 @@ class Plan:
         self._converts = next((i for i, st in enumerate(self.steps) if st.problem.attrs is not None), 0)
         # per step, the most threads a call may run on and still stream (runner.nt says
         # whether it streams on one)
-        self._stream_upto = tuple(min(stream_threads(st.problem.moved_bytes, stream_min_bytes,
-                                                     st.problem.dst_bytes),
-                                      stream_threads_cap(st.problem, st.runner))
+        self._stream_upto = tuple(st.kernel.stream_threads(st.problem, st.runner, stream_min_bytes)
                                   for st in self.steps)
         self.moved_bytes = sum(st.problem.moved_bytes for st in self.steps)
         # the most threads this much work keeps busy: each needs PARALLEL_MIN_BYTES of it
@@ -179,10 +177,15 @@ class Plan:
                                 f" (cached stores: dst footprint <= {_bytes(TILE_DST_BYTES)})"))
             if st.runner.nt:
                 moved, smb = _bytes(prob.moved_bytes), _bytes(self.stream_min_bytes)
-                if upto > 1:
+                by_bytes = stream_threads(prob.moved_bytes, self.stream_min_bytes, prob.dst_bytes)
+                if upto > 1 and by_bytes == 1:
+                    lines.append(f"  streaming stores ({moved} read and written, >= {smb}; on "
+                                 f"every thread count: tiles of {prob.itemsize}-byte elements "
+                                 f"into far planes)")
+                elif upto > 1:
                     lines.append(f"  streaming stores ({moved} read and written, "
                                  f"{_bytes(prob.dst_bytes)} of it written; >= {smb})")
-                elif stream_threads_cap(prob, st.runner) == 1:
+                elif widened_columns_cached(prob, st.runner):
                     lines.append(f"  streaming stores on 1 thread ({moved} read and written, "
                                  f">= {smb}); cached on more (f32 columns widened in a tile)")
                 else:

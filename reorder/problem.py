@@ -14,7 +14,7 @@ PARALLEL_MIN_BYTES = 1 << 18
 # streaming (non-temporal) stores are used on one thread, half the last-level cache
 # (machine.py); a plan takes it as a parameter.
 __all__ = ["PARALLEL_MIN_BYTES", "STREAM_MIN_BYTES", "Node", "Problem", "Kernel",
-           "stream_threads", "slab_lanes"]
+           "stream_threads", "far_planes", "slab_lanes"]
 
 # On two threads the cached stores' line reads overlap: streaming pays from twice the
 # one-thread threshold of bytes moved, or once the destination alone reaches the threshold
@@ -31,6 +31,19 @@ def stream_threads(moved_bytes, stream_min_bytes, dst_bytes=0):
     if moved_bytes >= stream_min_bytes * _STREAM_THREADS_MEASURED or dst_bytes >= stream_min_bytes:
         return ALL_THREADS
     return 1 if moved_bytes >= stream_min_bytes else 0
+
+
+# A tile writing this many dst planes or more at once, each this far from the next (bytes),
+# fills none of their lines in cache before they leave it: on 2 threads such tiles measured
+# faster streamed where others measured faster cached (docs/kernels.md).
+FAR_PLANE_BYTES = 4096
+FAR_PLANES = 64
+
+
+def far_planes(node, itemsize):
+    """Whether the columns of `node` (a tile's B) are FAR_PLANES or more dst planes, each
+    FAR_PLANE_BYTES or more from the next (nhwc -> nchw: the channels)."""
+    return node.extent >= FAR_PLANES and node.ds * itemsize >= FAR_PLANE_BYTES
 
 
 class Node(NamedTuple):
@@ -103,3 +116,9 @@ class Kernel:
         run(src_addr, dst_addr, nthreads) and `nt` (whether it streams its stores).
         `stream_min_bytes`: the plan's threshold for streaming stores."""
         raise NotImplementedError
+
+    def stream_threads(self, prob, runner, stream_min_bytes):
+        """The most threads on which `runner` (from prepare) streams its stores, where it
+        streams at all (runner.nt): by the bytes moved (stream_threads). A kernel whose
+        stores measured otherwise on more threads says so here."""
+        return stream_threads(prob.moved_bytes, stream_min_bytes, prob.dst_bytes)

@@ -1133,7 +1133,7 @@ def test_tiles_of_bytes_and_words(stag, dtag, dims, bext, sdt, ddt, kw, stream, 
 
 
 # f32 columns of the tiles, streamed when the plan streams: from 1-byte sources only in far
-# planes (conversion.TILE_FAR_COLUMN_BYTES), from wider ones wherever the lines are whole;
+# planes (problem.FAR_PLANE_BYTES), from wider ones wherever the lines are whole;
 # widened, on more than one thread only where a lane group writes many far planes. (nt,
 # streams on more than one thread)
 TILE_F32_STREAMS = [

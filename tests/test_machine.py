@@ -128,3 +128,36 @@ def test_two_threads_stream_from_twice_the_threshold_or_a_destination_of_it():
             for n in (1, 2, 3):
                 out = p(x, threads=n)
                 assert np.array_equal(out.view(np.uint16), expected)
+
+
+# Tiles of 1- and 2-byte elements into 64 or more planes, each 4096 bytes or more apart,
+# stream on every thread count from the one-thread threshold; the rest keep the byte rule
+# (streamed on 1 thread only, at a threshold of exactly the bytes moved).
+FAR_PLANE_TILES = [
+    ("acdb", "abcd", (2, 64, 64, 40), "bf16", True),     # 5120-byte planes
+    ("acdb", "abcd", (2, 64, 64, 64), "u8", True),       # 4096-byte planes
+    ("acdeb", "abcde", (1, 96, 4, 8, 64), "f16", True),  # ndhwc -> ncdhw
+    ("acdb", "abcd", (2, 63, 64, 40), "bf16", False),    # 63 planes
+    ("acdb", "abcd", (2, 64, 40, 40), "bf16", False),    # 3200-byte planes
+    ("acdb", "abcd", (2, 64, 32, 32), "f32", False),     # 4-byte elements
+    ("aBcd16b", "abcd", (2, 64, 64, 40), "bf16", False),  # 16 planes a tile
+]
+
+
+@pytest.mark.skipif(not _kernels.OPENMP, reason="serial build: a call runs on 1 thread")
+@pytest.mark.parametrize("stag,dtag,dims,dtype,far", FAR_PLANE_TILES)
+def test_word_tiles_into_far_planes_stream_on_every_thread_count(stag, dtag, dims, dtype, far):
+    src, dst = ro.Desc(dims, dtype, stag), ro.Desc(dims, dtype, dtag)
+    bits = {1: np.uint8, 2: np.uint16, 4: np.uint32}[src.dtype.itemsize]
+    plain = np.random.default_rng(sum(dims)).integers(0, 1 << 16, dims).astype(bits)
+    plain_tag = "abcde"[:len(dims)]
+    x = ref_from_plain(plain, plain_tag, stag)
+    expected = ref_from_plain(plain, plain_tag, dtag)
+    p = cached_plan(src, dst, stream_min_bytes=src.nbytes + dst.nbytes)
+    assert p.kernel == "transpose" and p.max_threads >= 3, p.explain()
+    assert [p.streams(n)[0] for n in (1, 2, 3)] == [True, far, far], p.explain()
+    assert ("far planes" in p.explain()) == far, p.explain()
+    for n in (1, 2, 3):
+        out = np.full(expected.shape, 0x5A, bits)
+        p(x.view(src.dtype.storage), out=out.view(dst.dtype.storage), threads=n)
+        assert np.array_equal(out, expected), (n, p.explain())

@@ -504,14 +504,23 @@ static inline __m512i grid_line(const char* p, int64_t step, int64_t nbytes) {
     return _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p + 3 * step)), 3);
 }
 
-/* The grid with streamed stores, when dst runs on along the columns (nChw16c -> nhwc: a
- * pixel's channels) or along the rows (nhwc -> nChw16c: a channel block's pixels) in whole
- * aligned lines; returns 0, having written nothing, when the shape does not allow it. */
+/* The grid with streamed stores, when each run is whole aligned lines (f64 nhwc -> nChw16c),
+ * or dst runs on along the columns (nChw16c -> nhwc: a pixel's channels) or along the rows
+ * (nhwc -> nChw16c: a channel block's pixels) in whole aligned lines; returns 0, having written nothing, when the shape does not allow it. */
 __attribute__((target("avx512f")))
 static int copy_grid_nt(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,
                         int64_t nc, int64_t css, int64_t cds, int64_t nbytes) {
     int64_t g = 64 / (nbytes > 0 ? nbytes : 1);
-    if ((nbytes != 16 && nbytes != 32 && nbytes != 64) || ((uintptr_t)d & 63))
+    if ((uintptr_t)d & 63)
+        return 0;
+    if ((nbytes == 128 || nbytes == 256) && rds % 64 == 0 && cds % 64 == 0) {
+        /* runs of whole lines (an f64 block of 16, f32 of 32) */
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t c = 0; c < nc; c++)
+                copy_nt_avx512(d + r * rds + c * cds, s + r * rss + c * css, nbytes);
+        return 1;
+    }
+    if (nbytes != 16 && nbytes != 32 && nbytes != 64)
         return 0;
     if (cds == nbytes && rds % 64 == 0) {
         int64_t whole = nc - nc % g;

@@ -183,6 +183,8 @@ GRID_MOVES = [
     ("aBcd16b", "aBcd64b", (2, 48, 3, 5)),      # 3 data columns of a 4-column line, 1 of zeros
     ("aBcd16b", "aBcd64b", (2, 35, 2, 3)),
     ("acdb", "aBcd4b", (2, 13, 4, 5)),          # 4-lane runs
+    ("acdb", "aBcd32b", (2, 64, 3, 5)),         # runs of 2-4 whole lines (f32, f64)
+    ("aBcd32b", "acdb", (2, 70, 3, 3)),         # a padded column
     ("acdeb", "aBcde16b", (2, 19, 3, 4, 5)),
 ]
 

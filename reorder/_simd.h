@@ -93,6 +93,19 @@ static inline int64_t uniform_rows(const arows_t* A, const rows_t* rows, int64_t
     return n > 0 ? n / blk * blk : 0;
 }
 
+/* Where one more uniform block starts that ends at row na, overlapping the block before it
+ * (whose last rows it writes again, the same bytes), or -1. It needs cached stores, B
+ * without edge columns, and every row of A data and written: a 7x7 plane's 49 rows then
+ * take four blocks of 16 instead of three and a tail through masked or element-wise
+ * stores. `afast`: the rows uniform_rows gave (0: none, so na may be under a block). */
+static inline int64_t uniform_tail(const arows_t* A, int64_t na, int64_t afast, int blk,
+                                   int whole_b, int nt) {
+    return afast > 0 && afast < na && whole_b && !nt && A->nv_lo >= na && A->nw_lo >= na
+        ? na - blk : -1;
+}
+/* The start of uniform block k * blk, or of the overlapping tail for the last one. */
+#define UNIFORM_BLOCK(a, blk, aend, tail) ((a) + (blk) <= (aend) ? (a) : (tail))
+
 /* ---- portable path: cache-blocked scalar loops the compiler can vectorise -------------- */
 #define REORDER_SCALAR_TILE(T, NAME)                                                       \
 static void NAME(const T* src, const arows_t* A, int64_t na, T* dst, const rows_t* rows,  \
@@ -136,11 +149,14 @@ static void tile_avx512_u32(const uint32_t* src, const arows_t* A, int64_t na, u
     int dst_aligned = ((uintptr_t)dst & 63) == 0;
     /* cached stores only: with a streaming branch in this loop GCC's code lost the gain */
     int64_t afast = bfull && !nt ? uniform_rows(A, rows, na, 16) : 0;
+    int64_t tail = uniform_tail(A, na, afast, 16, bfull == nbw, nt);
+    afast = tail >= 0 ? na : afast;
     if (afast) {
         const int64_t slo = A->slo, dlo = rows->dlo;    /* locals: stores may alias the structs */
         __m512 t[16];
-        for (int64_t a0 = 0; a0 < afast; a0 += 16)
+        for (int64_t k = 0; k < afast; k += 16)
             for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
+                const int64_t a0 = UNIFORM_BLOCK(k, 16, afast, tail);
                 const uint32_t* s = src + a0 * slo + b0;
                 for (int i = 0; i < 16; i++) t[i] = _mm512_loadu_ps(s + i * slo);
                 tr16x16(t);
@@ -204,10 +220,13 @@ static void tile_avx512_u64(const uint64_t* src, const arows_t* A, int64_t na, u
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)7;
     int dst_aligned = ((uintptr_t)dst & 63) == 0;
     int64_t afast = bfull && !nt ? uniform_rows(A, rows, na, 8) : 0;
+    int64_t tail = uniform_tail(A, na, afast, 8, bfull == nbw, nt);
+    afast = tail >= 0 ? na : afast;
     if (afast) {
         const int64_t slo = A->slo, dlo = rows->dlo;    /* locals: stores may alias the structs */
-        for (int64_t a0 = 0; a0 < afast; a0 += 8)
+        for (int64_t k = 0; k < afast; k += 8)
             for (int64_t b0 = 0; b0 < bfull; b0 += 8) {
+                const int64_t a0 = UNIFORM_BLOCK(k, 8, afast, tail);
                 const uint64_t* s = src + a0 * slo + b0;
                 for (int i = 0; i < 8; i++) r[i] = _mm512_loadu_si512(s + i * slo);
                 tr8x8_q(r);
@@ -271,13 +290,16 @@ static void tile_avx2_u32(const uint32_t* src, const arows_t* A, int64_t na, uin
     uint32_t vm, wm;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)7;
     int64_t afast = uniform_rows(A, rows, na, 8);
+    int64_t tail = uniform_tail(A, na, afast, 8, bfull == nbw, 0);
+    afast = tail >= 0 ? na : afast;
     const int64_t slo = A->slo, dlo = rows->dlo;    /* locals: stores may alias the structs */
     /* A short A (nchw -> nChw16c: c16) is walked inside each column block, so every dst
      * line is finished while it is in L1; a long A outside, so src lines are. */
     int64_t a_in = afast <= 32 ? afast : 8;
     for (int64_t a1 = 0; a1 < afast; a1 += a_in)
         for (int64_t b0 = 0; b0 < bfull; b0 += 8)
-            for (int64_t a0 = a1; a0 < a1 + a_in && a0 < afast; a0 += 8) {
+            for (int64_t k = a1; k < a1 + a_in && k < afast; k += 8) {
+                const int64_t a0 = UNIFORM_BLOCK(k, 8, afast, tail);
                 const uint32_t* s = src + a0 * slo + b0;
                 for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps((const float*)(s + i * slo));
                 avx2_tr8x8_ps(r);
@@ -312,11 +334,14 @@ static void tile_avx2_u64(const uint64_t* src, const arows_t* A, int64_t na, uin
     uint32_t vm, wm;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)3;
     int64_t afast = uniform_rows(A, rows, na, 8);
+    int64_t tail = uniform_tail(A, na, afast, 8, bfull == nbw, 0);
+    afast = tail >= 0 ? na : afast;
     const int64_t slo = A->slo, dlo = rows->dlo;    /* locals: stores may alias the structs */
     int64_t a_in = afast <= 32 ? afast : 8;
     for (int64_t a1 = 0; a1 < afast; a1 += a_in)
         for (int64_t b0 = 0; b0 < bfull; b0 += 4)
-            for (int64_t a0 = a1; a0 < a1 + a_in && a0 < afast; a0 += 8) {
+            for (int64_t k = a1; k < a1 + a_in && k < afast; k += 8) {
+                const int64_t a0 = UNIFORM_BLOCK(k, 8, afast, tail);
                 const uint64_t* s = src + a0 * slo + b0;
                 for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_si256((const __m256i*)(s + i * slo));
                 avx2_tr4x4_epi64(r);

@@ -81,15 +81,28 @@ REORDER_EDGE(uint16_t)
 #define REORDER_NARROW_UNIFORM(T)                                                           \
 typedef void (*uniform_##T##_fn)(const T* src, int64_t slo, int64_t na, T* dst, int64_t dlo, \
                                  int64_t b0s, int64_t bfull, int nt);                      \
+/* `run` over the uniform rows, and over the overlapping tail block (uniform_tail) when    \
+ * there is one; returns the rows done (0 or na when nothing is left for the tile). */     \
+static inline int64_t uniform_rows_run_##T(uniform_##T##_fn run, int blk, const T* src,    \
+                                           const arows_t* A, int64_t na, T* dst,           \
+                                           const rows_t* rows, int64_t bs, int64_t bfull,  \
+                                           int64_t nbw, int nt) {                          \
+    int64_t afast = uniform_rows(A, rows, na, blk);                                        \
+    if (!afast) return 0;                                                                  \
+    run(src, A->slo, afast, dst, rows->dlo, bs, bfull, nt);                                \
+    int64_t tail = uniform_tail(A, na, afast, blk, bfull == nbw, nt);                      \
+    if (tail < 0) return afast;                                                            \
+    run(src + tail * A->slo, A->slo, blk, dst + tail, rows->dlo, bs, bfull, nt);           \
+    return na;                                                                             \
+}                                                                                          \
 static inline int64_t narrow_uniform_##T(uniform_##T##_fn run, int blk, const T* src,      \
                                          const arows_t* A, int64_t na, T* dst,             \
                                          const rows_t* rows, int64_t bs, int64_t bfull,    \
                                          int64_t nbv, int64_t nbw, int nt) {               \
     int64_t soff[16];                                                                      \
     uint32_t vm, wm;                                                                       \
-    int64_t afast = uniform_rows(A, rows, na, blk);                                        \
+    int64_t afast = uniform_rows_run_##T(run, blk, src, A, na, dst, rows, bs, bfull, nbw, nt); \
     if (!afast) return 0;                                                                  \
-    run(src, A->slo, afast, dst, rows->dlo, bs, bfull, nt);                                \
     if (bfull < nbw)                                                                       \
         for (int64_t a0 = 0; a0 < afast; a0 += 16) {                                       \
             arow_block(A, a0, 16, soff, &vm, &wm);                                         \

@@ -141,9 +141,8 @@ static void tile_avx512_u16_wide(const uint16_t* src, const arows_t* A, int64_t 
     uint32_t vm, wm;
     int adjacent = rows_adjacent(rows, 16);
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)31;
-    int64_t afast = uniform_rows(A, rows, na, 16);
-    if (afast && bfull) wide_u16_uniform(src, A->slo, afast, dst, rows->dlo, bs, bfull, nt);
-    else afast = 0;
+    int64_t afast = bfull ? uniform_rows_run_uint16_t(wide_u16_uniform, 16, src, A, na, dst,
+                                                      rows, bs, bfull, nbw, nt) : 0;
     /* the rows the uniform loop took need only their edge columns, if any */
     for (int64_t a0 = bfull < nbw ? 0 : afast; a0 < na; a0 += 16) {
         int n = na - a0 < 16 ? (int)(na - a0) : 16;
@@ -205,9 +204,8 @@ static void tile_avx512_u16_tall(const uint16_t* src, const arows_t* A, int64_t 
     /* rows 2k, 2k+1 adjacent in src: one 64-byte load a pair */
     int pairs = A->nlo == 0 && A->slo == 16;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)15;
-    int64_t afast = uniform_rows(A, rows, na, 32);
-    if (afast && bfull) tall_u16_uniform512(src, A->slo, afast, dst, rows->dlo, bs, bfull, nt);
-    else afast = 0;
+    int64_t afast = bfull ? uniform_rows_run_uint16_t(tall_u16_uniform512, 32, src, A, na, dst,
+                                                      rows, bs, bfull, nbw, nt) : 0;
     /* the rows the uniform loop took need only their edge columns, if any */
     for (int64_t a0 = bfull < nbw ? 0 : afast; a0 < na; a0 += 32) {
         int n = na - a0 < 32 ? (int)(na - a0) : 32;

@@ -164,6 +164,38 @@ def test_tile_slices_follow_the_stores(dtype, cached_slice):
             assert np.array_equal(out, expected), (threads, p.explain())
 
 
+# A not a multiple of the tile's row block, B whole: with cached stores the last block of
+# rows overlaps the one before (rows written twice, the same bytes); with padding rows in A,
+# edge columns in B or streamed stores the tail takes the masked or element-wise path.
+TAIL_TILES = [
+    ("aBcd16b", "abcd", (2, 32, 7, 7)),     # 49 rows: 32 + 17, 16 * 3 + 1, 8 * 6 + 1
+    ("aBcd16b", "abcd", (1, 16, 5, 7)),     # 35 rows
+    ("aBcd16b", "abcd", (1, 32, 3, 11)),    # 33 rows: one past a 32-row block
+    ("aBcd16b", "abcd", (2, 32, 3, 3)),     # 9 rows: under one block, no uniform rows
+    ("abcd", "acdb", (2, 40, 4, 8)),        # nchw -> nhwc: A = 40 channels, B = 32 pixels
+    ("acdb", "abcd", (2, 48, 5, 7)),        # nhwc -> nchw: A = 35 pixels, B = 48 channels
+    ("abcd", "acdb", (1, 40, 3, 7)),        # B = 21 pixels: edge columns, no overlap
+    ("abcd", "aBcd16b", (2, 19, 4, 8)),     # A = 16 lanes, 3 of them data: no overlap
+]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("stag,dtag,dims", TAIL_TILES,
+                         ids=[f"{s}-{d}-{'x'.join(map(str, n))}" for s, d, n in TAIL_TILES])
+def test_tile_tails_match_reference(simd, streaming, stag, dtag, dims, dtype):
+    dt = np.dtype(dtype)
+    src = ro.Desc(dims, dt.name, stag)
+    rng = np.random.default_rng(sum(dims))
+    x = rng.integers(0, 256, src.nbytes, dtype=np.uint8).view(dt).reshape(src.physical_shape)
+    p = cached_plan(src, ro.Desc(dims, dt.name, dtag), stream_min_bytes=streaming)
+    assert p.kernel == "transpose", p.explain()
+    expected = ref_reorder(x.reshape(-1), dims, stag, dtag).reshape(ref_physical_shape(dims, dtag))
+    for threads in (1, 2, 3):
+        out = np.full(p.dst.nbytes, 0x5A, np.uint8).view(dt).reshape(p.dst.physical_shape)
+        p(x, out=out, threads=threads)
+        assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.runners[0].tile)
+
+
 # Short runs contiguous on both sides, one node continuing them in src and another in dst
 # (nhwc <-> nChw16c, nChw8c <-> nChw16c): the walker loops the pixels as rows and the blocks
 # across each row, a grid of fixed-size copies; padded columns go through masked loads, and

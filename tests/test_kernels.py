@@ -211,6 +211,8 @@ GRID_MOVES = [
     ("aBcd16b", "acdb", (2, 64, 3, 5)),
     ("aBcd8b", "aBcd16b", (2, 19, 5, 7)),       # a partial column, then one of zeros
     ("aBcd8b", "aBcd16b", (2, 40, 3, 3)),       # src holds 40 of 48: the last 8 are zeros
+    ("aBcd8b", "aBcd16b", (1, 32, 1, 3)),       # 3 pixels: fewer than a line of a column
+    ("aBcd16b", "aBcd8b", (2, 32, 5, 7)),       # two whole columns from each pixel's 16
     ("aBcd16b", "aBcd8b", (2, 19, 5, 7)),       # src lanes 24..31 lie beyond dst: skipped
     ("aBcd16b", "aBcd64b", (2, 48, 3, 5)),      # 3 data columns of a 4-column line, 1 of zeros
     ("aBcd16b", "aBcd64b", (2, 35, 2, 3)),
@@ -256,17 +258,23 @@ def test_grid_from_a_reversed_offset_view(simd, streaming, dtype):
     assert np.array_equal(uint_view(base), uint_view(keep))
 
 
-def test_grid_streams_into_an_unaligned_out():
+@pytest.mark.parametrize("stag,dtag,dims,dtype,cross", [
+    ("acdb", "aBcd16b", (2, 64, 6, 6), np.float32, 4),
+    ("aBcd8b", "aBcd16b", (2, 32, 6, 6), np.int8, 2),      # two columns interleaved
+    ("aBcd16b", "aBcd8b", (2, 32, 6, 6), np.float16, 2),   # and split again
+])
+def test_grid_streams_into_an_unaligned_out(stag, dtag, dims, dtype, cross):
     """Streamed lines need a 64-byte aligned dst; an `out=` that is not keeps cached stores
     and the same bytes."""
-    dims = (2, 64, 6, 6)
-    x = np.random.default_rng(8).standard_normal((2, 6, 6, 64)).astype(np.float32)
-    p = cached_plan(ro.Desc(dims, "f32", "nhwc"), ro.Desc(dims, "f32", "nChw16c"), stream_min_bytes=0)
-    assert p.runners[0].cross == 4 and p.runners[0].nt, p.explain()
-    expected = ref_reorder(x.reshape(-1), dims, "acdb", "aBcd16b")
+    dt = np.dtype(dtype)
+    src = ro.Desc(dims, dt.name, stag)
+    x = np.random.default_rng(8).integers(0, 256, src.nbytes, np.uint8).view(dt).reshape(src.physical_shape)
+    p = cached_plan(src, ro.Desc(dims, dt.name, dtag), stream_min_bytes=0)
+    assert p.runners[0].cross == cross and p.runners[0].nt, p.explain()
+    expected = ref_reorder(x.reshape(-1), dims, stag, dtag)
     raw = np.full(expected.nbytes + 64, 0x5A, np.uint8)
     for shift in (0, 4, 16, 36):
-        buf = raw[shift:shift + expected.nbytes].view(np.float32).reshape(p.dst.physical_shape)
+        buf = raw[shift:shift + expected.nbytes].view(dt).reshape(p.dst.physical_shape)
         p(x, out=buf)
         assert np.array_equal(uint_view(buf).reshape(-1), uint_view(expected)), shift
 

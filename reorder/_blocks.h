@@ -20,8 +20,9 @@
  * Streaming (nt): the destination is first built in a second scratch and then copied out
  * with non-temporal stores of whole 64-byte lines (the caller issues the sfence).
  *
- * simd = 1 takes the AVX2 paths where the shape has them (R a multiple of 8 or 16, il 1 or
- * 4); everything else, and simd = 0, runs portable loops that write the same bytes.
+ * simd = 1 takes the AVX2 paths where the shape has them (R a multiple of 4 for 8-byte
+ * elements, of 8 or 16 for the others; il 1, 2 or 4); everything else, and simd = 0, runs
+ * portable loops that write the same bytes.
  */
 #ifndef REORDER_BLOCKS_H
 #define REORDER_BLOCKS_H
@@ -141,8 +142,9 @@ static void blk_deinterleave_scalar(const blk_t* b, const char* in, char* T) {
 static void blk_copy_out(char* d, const char* s, int64_t n, int nt, int simd);
 
 #if REORDER_BLK_X86
-/* Stage 1, plain -> blocked, AVX2: full tiles of valid columns; returns the first column
- * left for the portable loop. */
+/* Stage 1, plain -> blocked, AVX2: full tiles of valid columns (4x4 qwords, 8x8 dwords,
+ * 16x8 words in 128-bit lanes, 16x16 bytes); returns the first column left for the
+ * portable loop. */
 __attribute__((target("avx2")))
 static int64_t blk_gather_avx2(const blk_t* b, const char* rows, char* T, int64_t rv, int64_t cv) {
     const int64_t R = b->R, rs = b->rs;
@@ -159,6 +161,19 @@ static int64_t blk_gather_avx2(const blk_t* b, const char* rows, char* T, int64_
                                       : _mm256_setzero_si256();
                 avx2_tr8x8_epi32(v);
                 for (int j = 0; j < 8; j++)
+                    _mm256_storeu_si256((__m256i*)(t + (int64_t)q[c0 + j] * R + g), v[j]);
+            }
+    } else if (b->esize == 8 && R % 4 == 0) {
+        const uint64_t* s = (const uint64_t*)rows;
+        uint64_t* t = (uint64_t*)T;
+        __m256i v[4];
+        for (; c0 + 4 <= cv; c0 += 4)
+            for (int64_t g = 0; g < R; g += 4) {
+                for (int i = 0; i < 4; i++)
+                    v[i] = g + i < rv ? _mm256_loadu_si256((const __m256i*)(s + (g + i) * rs + c0))
+                                      : _mm256_setzero_si256();
+                avx2_tr4x4_epi64(v);
+                for (int j = 0; j < 4; j++)
                     _mm256_storeu_si256((__m256i*)(t + (int64_t)q[c0 + j] * R + g), v[j]);
             }
     } else if (b->esize == 2 && R % 16 == 0) {
@@ -219,6 +234,18 @@ static int64_t blk_scatter_avx2(const blk_t* b, const char* T, char* rows, int64
                     v[i] = _mm256_loadu_si256((const __m256i*)(t + (int64_t)q[c0 + i] * R + g));
                 avx2_tr8x8_epi32(v);
                 for (int j = 0; j < 8 && g + j < rv; j++)
+                    _mm256_storeu_si256((__m256i*)(d + (g + j) * ros + c0), v[j]);
+            }
+    } else if (b->esize == 8 && R % 4 == 0) {
+        const uint64_t* t = (const uint64_t*)T;
+        uint64_t* d = (uint64_t*)rows;
+        __m256i v[4];
+        for (; c0 + 4 <= cv; c0 += 4)
+            for (int64_t g = 0; g < rv; g += 4) {
+                for (int i = 0; i < 4; i++)
+                    v[i] = _mm256_loadu_si256((const __m256i*)(t + (int64_t)q[c0 + i] * R + g));
+                avx2_tr4x4_epi64(v);
+                for (int j = 0; j < 4 && g + j < rv; j++)
                     _mm256_storeu_si256((__m256i*)(d + (g + j) * ros + c0), v[j]);
             }
     } else if (b->esize == 2 && R % 16 == 0) {
@@ -319,6 +346,29 @@ static int blk_deinterleave4_avx2(const blk_t* b, const char* in, char* T) {
             for (int j = 0; j < 4; j++) _mm256_storeu_si256((__m256i*)(t + j * row + k), x[j]);
         }
     }
+    return 1;
+}
+
+/* il = 4 for 8-byte elements: a 4x4 qword transpose takes 4 r of 4 scratch rows to the
+ * 4 [r][j] runs of 32 bytes (to_blocked: from the scratch s to the block d), or back. */
+__attribute__((target("avx2")))
+static int blk_interleave4_q(const blk_t* b, const char* s, char* d, int to_blocked) {
+    const int64_t R = b->R, n = R * b->C;
+    if (R % 4) return 0;
+    const uint64_t* src = (const uint64_t*)s;
+    uint64_t* dst = (uint64_t*)d;
+    __m256i x[4];
+    for (int64_t g = 0; g < n; g += 4 * R)
+        for (int64_t r = 0; r < R; r += 4) {
+            /* scratch rows g + i * R, elements r..r+3 <-> blocked runs g + (r + i) * 4 */
+            for (int i = 0; i < 4; i++)
+                x[i] = _mm256_loadu_si256((const __m256i*)(src + (to_blocked ? g + i * R + r
+                                                                            : g + (r + i) * 4)));
+            avx2_tr4x4_epi64(x);
+            for (int i = 0; i < 4; i++)
+                _mm256_storeu_si256((__m256i*)(dst + (to_blocked ? g + (r + i) * 4 : g + i * R + r)),
+                                    x[i]);
+        }
     return 1;
 }
 
@@ -465,6 +515,8 @@ static inline void blk_interleave(const blk_t* b, const char* T, char* out, int 
 #if REORDER_BLK_X86
     if (simd && b->il == 4 && b->esize <= 4 && (blk_interleave4_avx2(b, T, out) || blk_interleave4_sse(b, T, out)))
         return;
+    if (simd && b->il == 4 && b->esize == 8 && blk_interleave4_q(b, T, out, 1))
+        return;
     if (simd && b->il == 2 && blk_interleave2_avx2(b, T, out))
         return;
 #endif
@@ -475,6 +527,8 @@ static inline void blk_interleave(const blk_t* b, const char* T, char* out, int 
 static inline void blk_deinterleave(const blk_t* b, const char* in, char* T, int simd) {
 #if REORDER_BLK_X86
     if (simd && b->il == 4 && b->esize <= 4 && (blk_deinterleave4_avx2(b, in, T) || blk_deinterleave4_sse(b, in, T)))
+        return;
+    if (simd && b->il == 4 && b->esize == 8 && blk_interleave4_q(b, in, T, 0))
         return;
     if (simd && b->il == 2 && blk_deinterleave2_avx2(b, in, T))
         return;

@@ -13,7 +13,7 @@ from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
 from simd_paths import kernel_paths
 from storage_values import STORAGE, random_storage, sentinel
 
-# f64: 8-byte elements take the portable interleave even on the AVX2 path
+# f64: 8-byte elements take 4x4 qword transposes on the AVX2 path
 DTYPES = ["f32", "bf16", "f16", "s8", "u8", "f64"]
 
 # the tests' own names for the abstract tags the reference understands

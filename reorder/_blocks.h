@@ -142,6 +142,34 @@ static void blk_deinterleave_scalar(const blk_t* b, const char* in, char* T) {
 static void blk_copy_out(char* d, const char* s, int64_t n, int nt, int simd);
 
 #if REORDER_BLK_X86
+/* N x N tiles of N-element registers (8 dwords, 4 qwords) through the transpose TR: plain
+ * rows to scratch rows (gather; rows past rv load as zeros), and back (scatter). */
+#define BLK_GATHER_SQUARE(W, N, TR)                                                         \
+    const W* s = (const W*)rows;                                                            \
+    W* t = (W*)T;                                                                           \
+    __m256i v[N];                                                                           \
+    for (; c0 + N <= cv; c0 += N)                                                           \
+        for (int64_t g = 0; g < R; g += N) {                                                \
+            for (int i = 0; i < N; i++)                                                     \
+                v[i] = g + i < rv ? _mm256_loadu_si256((const __m256i*)(s + (g + i) * rs + c0)) \
+                                  : _mm256_setzero_si256();                                 \
+            TR(v);                                                                          \
+            for (int j = 0; j < N; j++)                                                     \
+                _mm256_storeu_si256((__m256i*)(t + (int64_t)q[c0 + j] * R + g), v[j]);      \
+        }
+#define BLK_SCATTER_SQUARE(W, N, TR)                                                        \
+    const W* t = (const W*)T;                                                               \
+    W* d = (W*)rows;                                                                        \
+    __m256i v[N];                                                                           \
+    for (; c0 + N <= cv; c0 += N)                                                           \
+        for (int64_t g = 0; g < rv; g += N) {                                               \
+            for (int i = 0; i < N; i++)                                                     \
+                v[i] = _mm256_loadu_si256((const __m256i*)(t + (int64_t)q[c0 + i] * R + g)); \
+            TR(v);                                                                          \
+            for (int j = 0; j < N && g + j < rv; j++)                                       \
+                _mm256_storeu_si256((__m256i*)(d + (g + j) * ros + c0), v[j]);              \
+        }
+
 /* Stage 1, plain -> blocked, AVX2: full tiles of valid columns (4x4 qwords, 8x8 dwords,
  * 16x8 words in 128-bit lanes, 16x16 bytes); returns the first column left for the
  * portable loop. */
@@ -151,31 +179,9 @@ static int64_t blk_gather_avx2(const blk_t* b, const char* rows, char* T, int64_
     const int32_t* q = b->q;
     int64_t c0 = 0;
     if (b->esize == 4 && R % 8 == 0) {
-        const uint32_t* s = (const uint32_t*)rows;
-        uint32_t* t = (uint32_t*)T;
-        __m256i v[8];
-        for (; c0 + 8 <= cv; c0 += 8)
-            for (int64_t g = 0; g < R; g += 8) {
-                for (int i = 0; i < 8; i++)
-                    v[i] = g + i < rv ? _mm256_loadu_si256((const __m256i*)(s + (g + i) * rs + c0))
-                                      : _mm256_setzero_si256();
-                avx2_tr8x8_epi32(v);
-                for (int j = 0; j < 8; j++)
-                    _mm256_storeu_si256((__m256i*)(t + (int64_t)q[c0 + j] * R + g), v[j]);
-            }
+        BLK_GATHER_SQUARE(uint32_t, 8, avx2_tr8x8_epi32);
     } else if (b->esize == 8 && R % 4 == 0) {
-        const uint64_t* s = (const uint64_t*)rows;
-        uint64_t* t = (uint64_t*)T;
-        __m256i v[4];
-        for (; c0 + 4 <= cv; c0 += 4)
-            for (int64_t g = 0; g < R; g += 4) {
-                for (int i = 0; i < 4; i++)
-                    v[i] = g + i < rv ? _mm256_loadu_si256((const __m256i*)(s + (g + i) * rs + c0))
-                                      : _mm256_setzero_si256();
-                avx2_tr4x4_epi64(v);
-                for (int j = 0; j < 4; j++)
-                    _mm256_storeu_si256((__m256i*)(t + (int64_t)q[c0 + j] * R + g), v[j]);
-            }
+        BLK_GATHER_SQUARE(uint64_t, 4, avx2_tr4x4_epi64);
     } else if (b->esize == 2 && R % 16 == 0) {
         const uint16_t* s = (const uint16_t*)rows;
         uint16_t* t = (uint16_t*)T;
@@ -225,29 +231,9 @@ static int64_t blk_scatter_avx2(const blk_t* b, const char* T, char* rows, int64
     const int32_t* q = b->q;
     int64_t c0 = 0;
     if (b->esize == 4 && R % 8 == 0) {
-        const uint32_t* t = (const uint32_t*)T;
-        uint32_t* d = (uint32_t*)rows;
-        __m256i v[8];
-        for (; c0 + 8 <= cv; c0 += 8)
-            for (int64_t g = 0; g < rv; g += 8) {
-                for (int i = 0; i < 8; i++)
-                    v[i] = _mm256_loadu_si256((const __m256i*)(t + (int64_t)q[c0 + i] * R + g));
-                avx2_tr8x8_epi32(v);
-                for (int j = 0; j < 8 && g + j < rv; j++)
-                    _mm256_storeu_si256((__m256i*)(d + (g + j) * ros + c0), v[j]);
-            }
+        BLK_SCATTER_SQUARE(uint32_t, 8, avx2_tr8x8_epi32);
     } else if (b->esize == 8 && R % 4 == 0) {
-        const uint64_t* t = (const uint64_t*)T;
-        uint64_t* d = (uint64_t*)rows;
-        __m256i v[4];
-        for (; c0 + 4 <= cv; c0 += 4)
-            for (int64_t g = 0; g < rv; g += 4) {
-                for (int i = 0; i < 4; i++)
-                    v[i] = _mm256_loadu_si256((const __m256i*)(t + (int64_t)q[c0 + i] * R + g));
-                avx2_tr4x4_epi64(v);
-                for (int j = 0; j < 4 && g + j < rv; j++)
-                    _mm256_storeu_si256((__m256i*)(d + (g + j) * ros + c0), v[j]);
-            }
+        BLK_SCATTER_SQUARE(uint64_t, 4, avx2_tr4x4_epi64);
     } else if (b->esize == 2 && R % 16 == 0) {
         const uint16_t* t = (const uint16_t*)T;
         uint16_t* d = (uint16_t*)rows;

@@ -1,4 +1,4 @@
-"""Same-type moves for every element size (f32, bf16, f16, s8, u8): each case of
+"""Same-type moves for every element size (f32, bf16, f16, s8, u8, f64): each case of
 reorder/bench_cases.py beside np.copyto of the same bytes in the same run, 1 and 2 threads.
 Targets (medians, ratio to copy): the f32 ones for every element size (bench_cases.py)."""
 import functools

@@ -5,7 +5,7 @@ Each is (name, dims, src tag, dst tag). Targets (ratio to np.copyto of the same 
 1 and 2 threads): >= 1.0 / >= 0.9 on activations of >= 26 MB and in cache >= oneDNN's 0.93,
 >= 0.9 padded, >= 0.6 nchw <-> nhwc, >= 0.8 small-spatial weights (docs/kernels.md)."""
 
-MOVE_DTYPES = ("f32", "bf16", "f16", "s8", "u8")
+MOVE_DTYPES = ("f32", "bf16", "f16", "s8", "u8", "f64")
 
 MOVE_CASES = (
     ("nchw->nChw16c", (8, 256, 56, 56), "nchw", "nChw16c"),
@@ -20,6 +20,8 @@ MOVE_CASES = (
     ("nChw16c->nhwc", (8, 256, 56, 56), "nChw16c", "nhwc"),
     ("nhwc->nChw16c padded", (8, 19, 56, 56), "nhwc", "nChw16c"),
     ("nChw8c->nChw16c padded", (8, 19, 56, 56), "nChw8c", "nChw16c"),
+    ("nChw8c->nChw16c", (8, 64, 56, 56), "nChw8c", "nChw16c"),
+    ("nChw16c->nchw 7x7", (8, 512, 7, 7), "nChw16c", "nchw"),
     ("oihw->OIhw16i16o", (512, 512, 3, 3), "oihw", "OIhw16i16o"),
     ("OIhw16i16o->oihw", (512, 512, 3, 3), "OIhw16i16o", "oihw"),
     ("oihw->OIhw4i16o4i padded", (200, 120, 3, 3), "oihw", "OIhw4i16o4i"),

@@ -579,12 +579,13 @@ static int copy_grid_nt(char* d, const char* s, int64_t nr, int64_t rss, int64_t
  * dense columns (nChw8c <-> nChw16c of bytes and words: a pixel's two 8-lane halves): 64
  * bytes of each column against 128 interleaved, two two-source permutes per 128 bytes,
  * where the grid loop would copy each run alone. 32-byte runs measured slower this way than
- * as the loop's two moves a line. Returns 0, having written nothing, for other shapes. */
+ * as the loop's two moves a line. The caller checks nc == 2 and nbytes 8 or 16; returns 0,
+ * having written nothing, for other shapes. */
 __attribute__((target("avx512f")))
 static int copy_grid_pair(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,
                           int64_t nc, int64_t css, int64_t cds, int64_t nbytes, int nt) {
     int64_t k = 64 / (nbytes > 0 ? nbytes : 1);          /* rows in 64 bytes of a column */
-    if (nc != 2 || (nbytes != 8 && nbytes != 16) || nr < k)
+    if (nr < k)
         return 0;
     int64_t q = nbytes / 8;                                /* qwords a run */
     __m512i lo, hi;
@@ -652,8 +653,9 @@ static int copy_grid_pair(char* d, const char* s, int64_t nr, int64_t rss, int64
 static inline void copy_grid(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,
                              int64_t nc, int64_t css, int64_t cds, int64_t nbytes, int nt) {
 #if REORDER_X86
-    if (!reorder_simd_disabled && reorder_have_avx512()
-            && copy_grid_pair(d, s, nr, rss, rds, nc, css, cds, nbytes, nt))
+    /* (the shape first: copy_bytes comes here for every short run) */
+    if (nc == 2 && (nbytes == 8 || nbytes == 16) && !reorder_simd_disabled
+            && reorder_have_avx512() && copy_grid_pair(d, s, nr, rss, rds, nc, css, cds, nbytes, nt))
         return;
     if (nt && !reorder_simd_disabled && reorder_have_avx512()
             && copy_grid_nt(d, s, nr, rss, rds, nc, css, cds, nbytes))

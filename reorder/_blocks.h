@@ -351,9 +351,10 @@ static int blk_interleave4_q(const blk_t* b, const char* s, char* d, int to_bloc
                 x[i] = _mm256_loadu_si256((const __m256i*)(src + (to_blocked ? g + i * R + r
                                                                             : g + (r + i) * 4)));
             avx2_tr4x4_epi64(x);
-            for (int i = 0; i < 4; i++)
-                _mm256_storeu_si256((__m256i*)(dst + (to_blocked ? g + (r + i) * 4 : g + i * R + r)),
-                                    x[i]);
+            for (int i = 0; i < 4; i++) {
+                uint64_t* o = dst + (to_blocked ? g + (r + i) * 4 : g + i * R + r);
+                _mm256_storeu_si256((__m256i*)o, x[i]);
+            }
         }
     return 1;
 }

@@ -531,7 +531,8 @@ static inline __m512i grid_line(const char* p, int64_t step, int64_t nbytes) {
 
 /* The grid with streamed stores, when each run is whole aligned lines (f64 nhwc -> nChw16c),
  * or dst runs on along the columns (nChw16c -> nhwc: a pixel's channels) or along the rows
- * (nhwc -> nChw16c: a channel block's pixels) in whole aligned lines; returns 0, having written nothing, when the shape does not allow it. */
+ * (nhwc -> nChw16c: a channel block's pixels) in whole aligned lines; returns 0, having
+ * written nothing, when the shape does not allow it. */
 __attribute__((target("avx512f"), optimize("align-loops=64")))
 static int copy_grid_nt(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,
                         int64_t nc, int64_t css, int64_t cds, int64_t nbytes) {
@@ -602,7 +603,8 @@ static int copy_grid_pair(char* d, const char* s, int64_t nr, int64_t rss, int64
         int stream = nt && ((uintptr_t)d & 63) == 0;
         for (r = 0; r < whole; r += k) {
             __m512i a = _mm512_loadu_si512(s + r * rss), b = _mm512_loadu_si512(s + css + r * rss);
-            __m512i x = _mm512_permutex2var_epi64(a, lo, b), y = _mm512_permutex2var_epi64(a, hi, b);
+            __m512i x = _mm512_permutex2var_epi64(a, lo, b);
+            __m512i y = _mm512_permutex2var_epi64(a, hi, b);
             char* o = d + r * rds;
             if (stream) {
                 _mm512_stream_si512((__m512i*)o, x);
@@ -630,7 +632,8 @@ static int copy_grid_pair(char* d, const char* s, int64_t nr, int64_t rss, int64
         for (r = 0; r < whole; r += k) {
             const char* i = s + r * rss;
             __m512i x = _mm512_loadu_si512(i), y = _mm512_loadu_si512(i + 64);
-            __m512i c0 = _mm512_permutex2var_epi64(x, lo, y), c1 = _mm512_permutex2var_epi64(x, hi, y);
+            __m512i c0 = _mm512_permutex2var_epi64(x, lo, y);
+            __m512i c1 = _mm512_permutex2var_epi64(x, hi, y);
             if (stream) {
                 _mm512_stream_si512((__m512i*)(d + r * rds), c0);
                 _mm512_stream_si512((__m512i*)(d + cds + r * rds), c1);
@@ -658,8 +661,8 @@ static inline void copy_grid(char* d, const char* s, int64_t nr, int64_t rss, in
                              int64_t nc, int64_t css, int64_t cds, int64_t nbytes, int nt) {
 #if REORDER_X86
     /* (the shape first: copy_bytes comes here for every short run) */
-    if (nc == 2 && (nbytes == 8 || nbytes == 16) && !reorder_simd_disabled
-            && reorder_have_avx512() && copy_grid_pair(d, s, nr, rss, rds, nc, css, cds, nbytes, nt))
+    if (nc == 2 && (nbytes == 8 || nbytes == 16) && !reorder_simd_disabled && reorder_have_avx512()
+            && copy_grid_pair(d, s, nr, rss, rds, nc, css, cds, nbytes, nt))
         return;
     if (nt && !reorder_simd_disabled && reorder_have_avx512()
             && copy_grid_nt(d, s, nr, rss, rds, nc, css, cds, nbytes))

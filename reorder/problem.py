@@ -33,9 +33,9 @@ def stream_threads(moved_bytes, stream_min_bytes, dst_bytes=0):
     return 1 if moved_bytes >= stream_min_bytes else 0
 
 
-# A tile writing this many dst planes or more at once, each this far from the next (bytes),
-# fills none of their lines in cache before they leave it: on 2 threads such tiles measured
-# faster streamed where others measured faster cached (docs/kernels.md).
+# Tiles writing this many dst planes or more at once, each this far from the next (bytes):
+# on 2 threads, those of 1- and 2-byte elements (and of f32 widened from them) measured
+# faster streamed, where others measured faster cached (docs/kernels.md).
 FAR_PLANE_BYTES = 4096
 FAR_PLANES = 64
 

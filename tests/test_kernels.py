@@ -268,7 +268,8 @@ def test_grid_streams_into_an_unaligned_out(stag, dtag, dims, dtype, cross):
     and the same bytes."""
     dt = np.dtype(dtype)
     src = ro.Desc(dims, dt.name, stag)
-    x = np.random.default_rng(8).integers(0, 256, src.nbytes, np.uint8).view(dt).reshape(src.physical_shape)
+    x = np.random.default_rng(8).integers(0, 256, src.nbytes, np.uint8)
+    x = x.view(dt).reshape(src.physical_shape)
     p = cached_plan(src, ro.Desc(dims, dt.name, dtag), stream_min_bytes=0)
     assert p.runners[0].cross == cross and p.runners[0].nt, p.explain()
     expected = ref_reorder(x.reshape(-1), dims, stag, dtag)

@@ -103,6 +103,14 @@ static inline int64_t uniform_tail(const arows_t* A, int64_t na, int64_t afast, 
     return afast > 0 && afast < na && whole_b && !nt && A->nv_lo >= na && A->nw_lo >= na
         ? na - blk : -1;
 }
+/* uniform_rows, extended to na when the overlapping tail block applies (its start in *tail,
+ * else -1): the rows the uniform loops take. */
+static inline int64_t uniform_rows_tail(const arows_t* A, const rows_t* rows, int64_t na,
+                                        int blk, int whole_b, int nt, int64_t* tail) {
+    int64_t afast = uniform_rows(A, rows, na, blk);
+    *tail = uniform_tail(A, na, afast, blk, whole_b, nt);
+    return *tail >= 0 ? na : afast;
+}
 /* The start of uniform block k * blk, or of the overlapping tail for the last one. */
 #define UNIFORM_BLOCK(a, blk, aend, tail) ((a) + (blk) <= (aend) ? (a) : (tail))
 
@@ -148,9 +156,8 @@ static void tile_avx512_u32(const uint32_t* src, const arows_t* A, int64_t na, u
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)15;
     int dst_aligned = ((uintptr_t)dst & 63) == 0;
     /* cached stores only: with a streaming branch in this loop GCC's code lost the gain */
-    int64_t afast = bfull && !nt ? uniform_rows(A, rows, na, 16) : 0;
-    int64_t tail = uniform_tail(A, na, afast, 16, bfull == nbw, nt);
-    afast = tail >= 0 ? na : afast;
+    int64_t tail = -1;
+    int64_t afast = bfull && !nt ? uniform_rows_tail(A, rows, na, 16, bfull == nbw, 0, &tail) : 0;
     if (afast) {
         const int64_t slo = A->slo, dlo = rows->dlo;    /* locals: stores may alias the structs */
         __m512 t[16];
@@ -219,9 +226,8 @@ static void tile_avx512_u64(const uint64_t* src, const arows_t* A, int64_t na, u
     uint32_t vm, wm;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)7;
     int dst_aligned = ((uintptr_t)dst & 63) == 0;
-    int64_t afast = bfull && !nt ? uniform_rows(A, rows, na, 8) : 0;
-    int64_t tail = uniform_tail(A, na, afast, 8, bfull == nbw, nt);
-    afast = tail >= 0 ? na : afast;
+    int64_t tail = -1;
+    int64_t afast = bfull && !nt ? uniform_rows_tail(A, rows, na, 8, bfull == nbw, 0, &tail) : 0;
     if (afast) {
         const int64_t slo = A->slo, dlo = rows->dlo;    /* locals: stores may alias the structs */
         for (int64_t k = 0; k < afast; k += 8)
@@ -289,9 +295,8 @@ static void tile_avx2_u32(const uint32_t* src, const arows_t* A, int64_t na, uin
     int64_t soff[8], off[8];
     uint32_t vm, wm;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)7;
-    int64_t afast = uniform_rows(A, rows, na, 8);
-    int64_t tail = uniform_tail(A, na, afast, 8, bfull == nbw, 0);
-    afast = tail >= 0 ? na : afast;
+    int64_t tail;
+    int64_t afast = uniform_rows_tail(A, rows, na, 8, bfull == nbw, 0, &tail);
     const int64_t slo = A->slo, dlo = rows->dlo;    /* locals: stores may alias the structs */
     /* A short A (nchw -> nChw16c: c16) is walked inside each column block, so every dst
      * line is finished while it is in L1; a long A outside, so src lines are. */
@@ -333,9 +338,8 @@ static void tile_avx2_u64(const uint64_t* src, const arows_t* A, int64_t na, uin
     int64_t soff[8], off[4];
     uint32_t vm, wm;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)3;
-    int64_t afast = uniform_rows(A, rows, na, 8);
-    int64_t tail = uniform_tail(A, na, afast, 8, bfull == nbw, 0);
-    afast = tail >= 0 ? na : afast;
+    int64_t tail;
+    int64_t afast = uniform_rows_tail(A, rows, na, 8, bfull == nbw, 0, &tail);
     const int64_t slo = A->slo, dlo = rows->dlo;    /* locals: stores may alias the structs */
     int64_t a_in = afast <= 32 ? afast : 8;
     for (int64_t a1 = 0; a1 < afast; a1 += a_in)

@@ -9,6 +9,8 @@
  *                   the eight-register byte transpose; a column register is two dst rows of
  *                   16 bytes, one 32-byte store when they are adjacent (nchw -> nChw16c).
  *                   The default: nchw -> nChw16c, nchw -> nhwc, OIhw16i16o -> oihw.
+ *                   With 64 rows or more, four row blocks a column step, so a dst row
+ *                   gets a whole line at a time (nchw -> nhwc).
  *                   32 rows x 16 columns (lane k holds rows 16k..16k+15, a 16x16 byte
  *                   transpose inside each lane; each dst row gets 32 bytes), when A is long
  *                   and its rows close together (nChw16c -> nchw).
@@ -261,6 +263,28 @@ static void square_u8_uniform(const uint8_t* src, int64_t slo, int64_t na, uint8
         }
 }
 
+/* The same tiles for an A of 64 rows or more (nchw -> nhwc: the channels). Four row blocks
+ * go together at each column step, so each dst row gets a whole 64-byte line at once rather
+ * than 16 bytes of it a pass over the B slice (docs/kernels.md). */
+__attribute__((target("avx2")))
+static void square_u8_grouped(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
+                              int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
+    __m256i r[8];
+    if (na < 64) {
+        square_u8_uniform(src, slo, na, dst, dlo, b0s, bfull, nt);
+        return;
+    }
+    for (int64_t a1 = 0; a1 < na; a1 += 64) {
+        int64_t ae = na - a1 < 64 ? na : a1 + 64;
+        for (int64_t b0 = 0; b0 < bfull; b0 += 16)
+            for (int64_t a0 = a1; a0 < ae; a0 += 16) {
+                load_row_pairs_strided(r, 8, src + a0 * slo + b0, slo);
+                avx2_tr16x16_epi8(r);
+                avx2_store_tr16x16_epi8(dst + (b0s + b0) * dlo + a0, dlo, r, nt);
+            }
+    }
+}
+
 __attribute__((target("avx2")))
 static void tile_avx2_u8_square(const uint8_t* src, const arows_t* A, int64_t na, uint8_t* dst,
                                 const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
@@ -268,7 +292,7 @@ static void tile_avx2_u8_square(const uint8_t* src, const arows_t* A, int64_t na
     int64_t soff[16], off[16];
     uint32_t vm, wm;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)15;
-    int64_t afast = narrow_uniform_uint8_t(square_u8_uniform, 16, src, A, na, dst, rows, bs, bfull,
+    int64_t afast = narrow_uniform_uint8_t(square_u8_grouped, 16, src, A, na, dst, rows, bs, bfull,
                                              nbv, nbw, nt);
     for (int64_t a0 = afast; a0 < na; a0 += 16) {
         int n = na - a0 < 16 ? (int)(na - a0) : 16;

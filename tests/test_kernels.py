@@ -176,6 +176,8 @@ TAIL_TILES = [
     ("acdb", "abcd", (2, 48, 5, 7)),        # nhwc -> nchw: A = 35 pixels, B = 48 channels
     ("abcd", "acdb", (1, 40, 3, 7)),        # B = 21 pixels: edge columns, no overlap
     ("abcd", "aBcd16b", (2, 19, 4, 8)),     # A = 16 lanes, 3 of them data: no overlap
+    ("abcd", "acdb", (2, 90, 5, 16)),       # A = 90 channels: byte rows in groups of 64, 16, tail
+    ("acdb", "abcd", (1, 80, 10, 13)),      # A = 130 pixels: two groups of 64, then the tail
 ]
 
 

@@ -8,6 +8,16 @@
 #ifndef REORDER_CPU_H
 #define REORDER_CPU_H
 
+/* On loops that address many rows through runtime strides (the tiles' uniform loops): GCC's
+ * induction-variable optimisation gives every row its own pointer, and with 16-32 rows those
+ * live on the stack, a reload before each load and store; without it, rows are addressed
+ * from one base (docs/kernels.md). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define REORDER_ROW_LOOP __attribute__((optimize("no-ivopts")))
+#else
+#define REORDER_ROW_LOOP
+#endif
+
 typedef struct {
     int avx2;           /* 8x8 register transposes of the move tiles */
     int avx512;         /* F: 16x16 move tiles, streaming copies */

@@ -159,7 +159,7 @@ static inline void load_row_pairs(__m256i* r, int h, const void* src, const int6
         }
 }
 
-__attribute__((target("avx2")))
+__attribute__((target("avx2"))) REORDER_ROW_LOOP
 static void square_u16_uniform(const uint16_t* src, int64_t slo, int64_t na, uint16_t* dst,
                                int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
     __m256i r[16];
@@ -207,7 +207,7 @@ static void tile_avx2_u16_square(const uint16_t* src, const arows_t* A, int64_t 
 
 /* 16 rows x 8 columns of words, for long A: lane k of row register i is tile row 8k + i, so
  * column register j is 16 words of dst row b0 + j. */
-__attribute__((target("avx2")))
+__attribute__((target("avx2"))) REORDER_ROW_LOOP
 static void tall_u16_uniform(const uint16_t* src, int64_t slo, int64_t na, uint16_t* dst,
                              int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
     __m256i r[8];
@@ -251,7 +251,7 @@ static void tile_avx2_u16_tall(const uint16_t* src, const arows_t* A, int64_t na
 
 
 /* 16 rows x 16 columns: row register i holds tile rows i and 8 + i. */
-__attribute__((target("avx2")))
+__attribute__((target("avx2"))) REORDER_ROW_LOOP
 static void square_u8_uniform(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
                               int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
     __m256i r[8];
@@ -266,7 +266,7 @@ static void square_u8_uniform(const uint8_t* src, int64_t slo, int64_t na, uint8
 /* The same tiles for an A of 64 rows or more (nchw -> nhwc: the channels). Four row blocks
  * go together at each column step, so each dst row gets a whole 64-byte line at once rather
  * than 16 bytes of it a pass over the B slice (docs/kernels.md). */
-__attribute__((target("avx2")))
+__attribute__((target("avx2"))) REORDER_ROW_LOOP
 static void square_u8_grouped(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
                               int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
     __m256i r[8];
@@ -318,7 +318,7 @@ static void tile_avx2_u8_square(const uint8_t* src, const arows_t* A, int64_t na
 
 /* 32 rows x 16 columns: lane k of row register i is tile row 16k + i, so column register j
  * is 32 bytes of dst row b0 + j. */
-__attribute__((target("avx2")))
+__attribute__((target("avx2"))) REORDER_ROW_LOOP
 static void tall_u8_uniform(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
                             int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
     __m256i r[16];

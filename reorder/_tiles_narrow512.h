@@ -61,7 +61,7 @@ static inline void store_line(void* d, __m512i v, int nt) {
 /* ---- the uniform rows (uniform_rows: one level, all data, whole row blocks) and whole
  * column blocks, with pointer strides: no offset arrays, masks or per-row branches, which
  * cost as much as the transposes themselves here (docs/kernels.md). ---------------------- */
-N512_TARGET
+N512_TARGET REORDER_ROW_LOOP
 static void wide_u16_uniform(const uint16_t* src, int64_t slo, int64_t na, uint16_t* dst,
                              int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
     __m512i x[16], p[8], q[8];
@@ -100,7 +100,7 @@ static void wide_u16_uniform(const uint16_t* src, int64_t slo, int64_t na, uint1
         }
 }
 
-N512_TARGET
+N512_TARGET REORDER_ROW_LOOP
 static void tall_u16_uniform512(const uint16_t* src, int64_t slo, int64_t na, uint16_t* dst,
                                 int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
     __m512i r[16];

@@ -288,7 +288,7 @@ static void tile_avx512_u64(const uint64_t* src, const arows_t* A, int64_t na, u
 
 /* ---- AVX2: 8x8 f32 register transposes, the SIMD path for CPUs without AVX-512 ---------
  * Stores are always cached: a 32-byte streaming store fills only half a line (docs/kernels.md). */
-__attribute__((target("avx2"))) REORDER_ROW_LOOP
+__attribute__((target("avx2")))
 static void tile_avx2_u32(const uint32_t* src, const arows_t* A, int64_t na, uint32_t* dst,
                           const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw) {
     __m256 r[8];
@@ -331,7 +331,7 @@ static void tile_avx2_u32(const uint32_t* src, const arows_t* A, int64_t na, uin
 
 /* 64-bit elements: 8 A rows x 4 B columns a step, two 4x4 transposes, so each dst row piece
  * is one 64-byte line in two stores; otherwise the same walk as the 32-bit tile. */
-__attribute__((target("avx2"))) REORDER_ROW_LOOP
+__attribute__((target("avx2")))
 static void tile_avx2_u64(const uint64_t* src, const arows_t* A, int64_t na, uint64_t* dst,
                           const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw) {
     __m256i r[8];

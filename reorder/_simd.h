@@ -141,13 +141,37 @@ REORDER_SCALAR_TILE(uint64_t, tile_scalar_u64)
 
 #if REORDER_X86
 /* ---- AVX-512 tiles, with the 16x16 register transpose of _transpose_avx512.h ------------ */
+/* The uniform rows of tile_avx512_u32 (below): pointer strides alone. `nt`: every store is
+ * a whole aligned line, streamed; each kind of store has its own loop, as a branch inside
+ * the loop cost the cached one its gain. */
+#define UNIFORM_U32_512_LOOP(STORE)                                                         \
+    for (int64_t k = 0; k < afast; k += 16)                                                 \
+        for (int64_t b0 = 0; b0 < bfull; b0 += 16) {                                        \
+            const int64_t a0 = UNIFORM_BLOCK(k, 16, afast, tail);                           \
+            const uint32_t* s = src + a0 * slo + b0;                                        \
+            for (int i = 0; i < 16; i++) t[i] = _mm512_loadu_ps(s + i * slo);               \
+            tr16x16(t);                                                                     \
+            uint32_t* d = dst + (bs + b0) * dlo + a0;                                       \
+            for (int j = 0; j < 16; j++) STORE((float*)(d + j * dlo), t[j]);                \
+        }
+__attribute__((target("avx512f"))) REORDER_ROW_LOOP
+static void uniform_u32_512(const uint32_t* src, int64_t slo, int64_t afast, int64_t tail,
+                            uint32_t* dst, int64_t dlo, int64_t bs, int64_t bfull, int nt) {
+    __m512 t[16];
+    if (nt) {
+        UNIFORM_U32_512_LOOP(_mm512_stream_ps)
+    } else {
+        UNIFORM_U32_512_LOOP(_mm512_storeu_ps)
+    }
+}
+
 /* A blocks of 16 rows are outermost (each streams through B with 16 read streams). With
  * cached stores, the uniform rows (uniform_rows: one level, all data) and full B blocks run
  * with pointer strides alone, no offset tables or masks: a third less time a tile on
  * nChw16c -> nchw in the L3 (docs/kernels.md). Elsewhere full B blocks run straight-line:
  * the 16 dst row offsets cost one division, rows without data load as zero vectors
  * (padding), rows not written are masked off. Ragged B edges use masked loads. */
-__attribute__((target("avx512f"))) REORDER_ROW_LOOP
+__attribute__((target("avx512f")))
 static void tile_avx512_u32(const uint32_t* src, const arows_t* A, int64_t na, uint32_t* dst,
                             const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
     __m512 r[16];
@@ -155,22 +179,12 @@ static void tile_avx512_u32(const uint32_t* src, const arows_t* A, int64_t na, u
     uint32_t vm, wm;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)15;
     int dst_aligned = ((uintptr_t)dst & 63) == 0;
-    /* cached stores only: with a streaming branch in this loop GCC's code lost the gain */
+    /* streamed only where every store of the uniform rows is a whole aligned line */
     int64_t tail = -1;
-    int64_t afast = bfull && !nt ? uniform_rows_tail(A, rows, na, 16, bfull == nbw, 0, &tail) : 0;
-    if (afast) {
-        const int64_t slo = A->slo, dlo = rows->dlo;    /* locals: stores may alias the structs */
-        __m512 t[16];
-        for (int64_t k = 0; k < afast; k += 16)
-            for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
-                const int64_t a0 = UNIFORM_BLOCK(k, 16, afast, tail);
-                const uint32_t* s = src + a0 * slo + b0;
-                for (int i = 0; i < 16; i++) t[i] = _mm512_loadu_ps(s + i * slo);
-                tr16x16(t);
-                uint32_t* d = dst + (bs + b0) * dlo + a0;
-                for (int j = 0; j < 16; j++) _mm512_storeu_ps((float*)(d + j * dlo), t[j]);
-            }
-    }
+    int uniform_nt = nt && dst_aligned && (rows->dlo & 15) == 0;
+    int64_t afast = bfull && nt == uniform_nt
+        ? uniform_rows_tail(A, rows, na, 16, bfull == nbw, nt, &tail) : 0;
+    if (afast) uniform_u32_512(src, A->slo, afast, tail, dst, rows->dlo, bs, bfull, nt);
     /* the rows the uniform loop took need only their ragged columns, if any */
     for (int64_t a0 = bfull < nbw ? 0 : afast; a0 < na; a0 += 16) {
         int n = na - a0 < 16 ? (int)(na - a0) : 16;
@@ -216,9 +230,25 @@ static void tile_avx512_u32(const uint32_t* src, const arows_t* A, int64_t na, u
     }
 }
 
+/* The uniform rows of tile_avx512_u64 (below). */
+__attribute__((target("avx512f"))) REORDER_ROW_LOOP
+static void uniform_u64_512(const uint64_t* src, int64_t slo, int64_t afast, int64_t tail,
+                            uint64_t* dst, int64_t dlo, int64_t bs, int64_t bfull) {
+    __m512i r[8];
+    for (int64_t k = 0; k < afast; k += 8)
+        for (int64_t b0 = 0; b0 < bfull; b0 += 8) {
+            const int64_t a0 = UNIFORM_BLOCK(k, 8, afast, tail);
+            const uint64_t* s = src + a0 * slo + b0;
+            for (int i = 0; i < 8; i++) r[i] = _mm512_loadu_si512(s + i * slo);
+            tr8x8_q(r);
+            uint64_t* d = dst + (bs + b0) * dlo + a0;
+            for (int j = 0; j < 8; j++) _mm512_storeu_si512(d + j * dlo, r[j]);
+        }
+}
+
 /* 64-bit elements: the same walk over 8 x 8 tiles of qwords (tr8x8_q), each dst row piece
  * one 64-byte line, streamed as the 32-bit tiles stream theirs (AVX2: tile_avx2_u64). */
-__attribute__((target("avx512f"))) REORDER_ROW_LOOP
+__attribute__((target("avx512f")))
 static void tile_avx512_u64(const uint64_t* src, const arows_t* A, int64_t na, uint64_t* dst,
                             const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
     __m512i r[8];
@@ -228,18 +258,7 @@ static void tile_avx512_u64(const uint64_t* src, const arows_t* A, int64_t na, u
     int dst_aligned = ((uintptr_t)dst & 63) == 0;
     int64_t tail = -1;
     int64_t afast = bfull && !nt ? uniform_rows_tail(A, rows, na, 8, bfull == nbw, 0, &tail) : 0;
-    if (afast) {
-        const int64_t slo = A->slo, dlo = rows->dlo;    /* locals: stores may alias the structs */
-        for (int64_t k = 0; k < afast; k += 8)
-            for (int64_t b0 = 0; b0 < bfull; b0 += 8) {
-                const int64_t a0 = UNIFORM_BLOCK(k, 8, afast, tail);
-                const uint64_t* s = src + a0 * slo + b0;
-                for (int i = 0; i < 8; i++) r[i] = _mm512_loadu_si512(s + i * slo);
-                tr8x8_q(r);
-                uint64_t* d = dst + (bs + b0) * dlo + a0;
-                for (int j = 0; j < 8; j++) _mm512_storeu_si512(d + j * dlo, r[j]);
-            }
-    }
+    if (afast) uniform_u64_512(src, A->slo, afast, tail, dst, rows->dlo, bs, bfull);
     for (int64_t a0 = bfull < nbw ? 0 : afast; a0 < na; a0 += 8) {
         int n = na - a0 < 8 ? (int)(na - a0) : 8;
         arow_block(A, a0, n, soff, &vm, &wm);

@@ -282,6 +282,36 @@ def test_grid_streams_into_an_unaligned_out(stag, dtag, dims, dtype, cross):
         assert np.array_equal(uint_view(buf).reshape(-1), uint_view(expected)), shift
 
 
+# Streamed tiles whose uniform rows are whole dst lines (planes a multiple of 16 elements):
+# the AVX-512 dword tile streams them from its uniform loop, and only into a 64-byte aligned
+# dst; elsewhere the general loop takes them. Random bits, dst filled with 0x5A first.
+STREAMED_UNIFORM = [
+    ("aBcd16b", "abcd", (2, 48, 4, 12)),    # nChw16c -> nchw, 48-pixel planes
+    ("acdb", "abcd", (2, 40, 4, 8)),        # nhwc -> nchw: B = 32 channels and an edge of 8
+    ("abcd", "aBcd16b", (2, 35, 4, 8)),     # nchw -> nChw16c: the last block 3 lanes of data
+]
+
+
+@pytest.mark.parametrize("stag,dtag,dims", STREAMED_UNIFORM,
+                         ids=[f"{s}-{d}-{'x'.join(map(str, n))}" for s, d, n in STREAMED_UNIFORM])
+def test_streamed_tiles_match_reference_at_every_alignment(simd, stag, dtag, dims):
+    src = ro.Desc(dims, "f32", stag)
+    x = np.random.default_rng(9).integers(0, 256, src.nbytes, np.uint8)
+    x = x.view(np.float32).reshape(src.physical_shape)
+    p = cached_plan(src, ro.Desc(dims, "f32", dtag), stream_min_bytes=0)
+    assert p.kernel == "transpose" and p.runners[0].nt, p.explain()
+    expected = ref_reorder(x.reshape(-1), dims, stag, dtag)
+    raw = np.empty(expected.nbytes + 128, np.uint8)
+    line = (-raw.ctypes.data) % 64
+    for shift in (0, 4, 32):
+        buf = raw[line + shift:line + shift + expected.nbytes].view(np.float32)
+        buf = buf.reshape(p.dst.physical_shape)
+        for threads in (1, 2, 3):
+            raw.fill(0x5A)
+            p(x, out=buf, threads=threads)
+            assert np.array_equal(uint_view(buf).reshape(-1), uint_view(expected)), (shift, threads)
+
+
 def test_grid_cross_refused():
     """The walker refuses a cross node with a bad extent, dim or weight, one asked beside a
     slab, and one over a run that is not contiguous on both sides."""

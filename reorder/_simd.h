@@ -556,7 +556,7 @@ static inline __m512i grid_line(const char* p, int64_t step, int64_t nbytes) {
  * or dst runs on along the columns (nChw16c -> nhwc: a pixel's channels) or along the rows
  * (nhwc -> nChw16c: a channel block's pixels) in whole aligned lines; returns 0, having
  * written nothing, when the shape does not allow it. */
-__attribute__((target("avx512f"), optimize("align-loops=64")))
+__attribute__((target("avx512f")))
 static int copy_grid_nt(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,
                         int64_t nc, int64_t css, int64_t cds, int64_t nbytes) {
     int64_t g = 64 / (nbytes > 0 ? nbytes : 1);
@@ -605,7 +605,7 @@ static int copy_grid_nt(char* d, const char* s, int64_t nr, int64_t rss, int64_t
  * where the grid loop would copy each run alone. 32-byte runs measured slower this way than
  * as the loop's two moves a line. The caller checks nc == 2 and nbytes 8 or 16; returns 0,
  * having written nothing, for other shapes. */
-__attribute__((target("avx512f"), optimize("align-loops=64")))
+__attribute__((target("avx512f")))
 static int copy_grid_pair(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,
                           int64_t nc, int64_t css, int64_t cds, int64_t nbytes, int nt) {
     int64_t k = 64 / (nbytes > 0 ? nbytes : 1);          /* rows in 64 bytes of a column */
@@ -676,10 +676,8 @@ static int copy_grid_pair(char* d, const char* s, int64_t nr, int64_t rss, int64
 }
 #endif
 
-/* The grid loops (here, copy_grid_nt, copy_grid_pair) start on 64-byte lines of code: a
- * loop of one 16-byte move that crossed a line ran a third slower (s8 nhwc -> nChw16c: 0.66
- * of a copy against 0.95). */
-__attribute__((optimize("align-loops=64")))
+/* nr rows of nc runs of nbytes each: the two-column or streamed form where the shape allows
+ * it, else the loop for the run size. */
 static inline void copy_grid(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,
                              int64_t nc, int64_t css, int64_t cds, int64_t nbytes, int nt) {
 #if REORDER_X86

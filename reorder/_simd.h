@@ -164,6 +164,7 @@ static void uniform_u32_512(const uint32_t* src, int64_t slo, int64_t afast, int
         UNIFORM_U32_512_LOOP(_mm512_storeu_ps)
     }
 }
+#undef UNIFORM_U32_512_LOOP
 
 /* A blocks of 16 rows are outermost (each streams through B with 16 read streams). With
  * cached stores, the uniform rows (uniform_rows: one level, all data) and full B blocks run

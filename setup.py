@@ -24,6 +24,7 @@ PROBE = textwrap.dedent("""
     }
 """)
 
+EMPTY_PROGRAM = "int main(void) { return 0; }\n"
 
 # Any out-of-bounds access or undefined behaviour aborts the process instead of printing on.
 # -O1 (after -O3, so it wins): gcc takes many minutes on the instrumented kernels at -O3.
@@ -55,8 +56,9 @@ class BuildExt(build_ext):
         # Every loop of the move kernels starts on a 64-byte line of code: where a hot loop
         # fell across one, a case read up to a third slower in one build than in another of
         # the same source (docs/kernels.md).
-        align = [] if self.compiler.compiler_type == "msvc" else ["-falign-loops=64"]
-        align = align if align and self._compiles(align) else []
+        align = ["-falign-loops=64"]
+        if self.compiler.compiler_type == "msvc" or not self._probe(align, [], EMPTY_PROGRAM):
+            align = []
         for ext in self.extensions:
             if enabled:
                 ext.extra_compile_args += cflags
@@ -72,27 +74,16 @@ class BuildExt(build_ext):
             ext.define_macros.append(("REORDER_BUILD_FLAGS", f'"{flags}"'))
         super().build_extensions()
 
-    def _compiles(self, cflags):
-        """Whether the compiler takes these flags on an empty program."""
-        with tempfile.TemporaryDirectory() as tmp:
-            src = os.path.join(tmp, "flags.c")
-            with open(src, "w") as f:
-                f.write("int main(void) { return 0; }\n")
-            try:
-                self.compiler.compile([src], output_dir=tmp, extra_postargs=cflags)
-            except Exception:       # an unknown flag is an error in gcc and clang
-                return False
-        return True
-
-    def _probe(self, cflags, ldflags):
+    def _probe(self, cflags, ldflags, source=PROBE):
+        """Whether `source` (by default the OpenMP probe) compiles and links with these flags."""
         with tempfile.TemporaryDirectory() as tmp:
             src = os.path.join(tmp, "probe.c")
             with open(src, "w") as f:
-                f.write(PROBE)
+                f.write(source)
             try:
                 objs = self.compiler.compile([src], output_dir=tmp, extra_postargs=cflags)
                 self.compiler.link_executable(objs, "probe", output_dir=tmp, extra_postargs=ldflags)
-            except Exception:       # any compile or link failure means "no OpenMP here"
+            except Exception:       # any compile or link failure (an unknown flag is one)
                 return False
         return True
 

@@ -1081,7 +1081,8 @@ cdef class Convert:
                        scale or comp index along either; the walk converts a slab of
                        whole rows in one run and zeroes the padding lanes after. The plan
                        vouches that the source holds every lane (its padding is read, never
-                       kept)
+                       kept). With a grid, the slab is the walk where the grid code does
+                       not run (compensation, or no AVX-512 now)
     grid            -- 1: the innermost node is a multiple of 16 lanes, strides 1 on both
                        sides, scale index stride 0 or 1 (and 1 when the next node has
                        one), no comp index; the next node is its rows; the walk converts
@@ -1125,7 +1126,7 @@ cdef class Convert:
                          and self.p.cs[n - 2] == 0):
             raise ValueError(f"slab {slab}: the two inner nodes are not a padded block's "
                              f"lanes and rows")
-        if grid and not (0 < grid <= 2 and n >= grid + 1 and not slab
+        if grid and not (0 < grid <= 2 and n >= grid + 1 and (not slab or grid == 1)
                          and self.p.ext[n - 1] >= 16 and self.p.ext[n - 1] % 16 == 0
                          and self.p.ss[n - 1] == 1 and self.p.ds[n - 1] == 1
                          and self.p.ks[n - 1] in (0, 1) and self.p.cs[n - 1] == 0
@@ -1198,8 +1199,8 @@ cdef class Convert:
         J.bfn = rq_block_kernel(self.scode, self.dcode) if self.kind == K_TILE else NULL
         J.wfn = rq_w_kernel(self.scode, self.dcode) if self.kind == K_W else NULL
         J.scratch, J.scratch_bytes = NULL, 0
-        J.slab = self.slab if self.kind == K_WALK and acc == 0 else 0
         J.grid = self.grid if self.kind == K_WALK and acc == 0 and c.grid != NULL else 0
+        J.slab = self.slab if self.kind == K_WALK and acc == 0 and J.grid == 0 else 0
         c.acc = <int32_t*>acc
         if acc == 0:
             split = self.grid_split

@@ -1479,23 +1479,31 @@ static const rq_row_fn rq5_rows_bf16hw[7] = RQ_TABLE_BF16HW(rq5_row_);
     } while (0)
 #define RQ6_MASK(n) ((n) >= 16 ? (__mmask16)0xffff : (n) <= 0 ? (__mmask16)0                   \
                      : (__mmask16)((1u << (n)) - 1u))
-/* column c, every row, with cached stores: whole runs of 16 lanes first, 4 rows at a time,
-   and a last row of 16 whose data lanes end early (a padded block) under its mask */
+/* the rows r0.. of column c up to the last, each one vector of 16 lanes, KL the lanes of data
+   (the rest written as zeros): 4 rows at a time */
+#define RQ6_ROWS16(SN, SSIZE, DN, DSIZE, ST, SP, DP, KL)                                        \
+    do {                                                                                        \
+        const __mmask16 kl = (KL);                                                              \
+        _Pragma("GCC unroll 4")                                                                 \
+        for (; r0 < g->rows - 1; r0++) {                                                       \
+            __m512 vs = vs1, vd = vd1;                                                          \
+            if (hs && sk) vs = _mm512_maskz_loadu_ps(kl, ssc + r0 * g->rks);                    \
+            if (hd && dk) vd = _mm512_maskz_loadu_ps(kl, dinv + r0 * g->rks);                   \
+            RQ_TILE_OUT(DN, ST, rq_ld_##SN((SP) + r0 * rsb, kl), (DP) + r0 * rdb);              \
+        }                                                                                       \
+    } while (0)
+/* column c, every row, with cached stores: rows of 16 lanes (a padded block's under the mask
+   of its data lanes: a constant one, so the rows keep the unrolled loop) first, and a last
+   row of 16 whose data lanes may end earlier */
 #define RQ6_COL(SN, SSIZE, DN, DSIZE, ST, C)                                                    \
     int64_t r0 = 0;                                                                             \
-    if (g->L == 16 && g->nv == 16 && g->nw == 16) {                                             \
+    if (g->L == 16 && g->nw == 16) {                                                            \
         const char* sp = s + (C) * csb;                                                         \
         char* dp = d + (C) * cdb;                                                               \
-        {                                                                                       \
-            const __mmask16 kl = 0xffff;                                                        \
-            _Pragma("GCC unroll 4")                                                             \
-            for (; r0 < g->rows - 1; r0++) {                                                   \
-                __m512 vs = vs1, vd = vd1;                                                      \
-                if (hs && sk) vs = _mm512_loadu_ps(ssc + r0 * g->rks);                          \
-                if (hd && dk) vd = _mm512_loadu_ps(dinv + r0 * g->rks);                         \
-                RQ_TILE_OUT(DN, ST, rq_ld_##SN(sp + r0 * rsb, 0xffff), dp + r0 * rdb);          \
-            }                                                                                   \
-        }                                                                                       \
+        if (g->nv == 16)                                                                        \
+            RQ6_ROWS16(SN, SSIZE, DN, DSIZE, ST, sp, dp, 0xffff);                               \
+        else                                                                                    \
+            RQ6_ROWS16(SN, SSIZE, DN, DSIZE, ST, sp, dp, RQ6_MASK(g->nv));                      \
         if (g->nwl == 16) {                                                                     \
             const __mmask16 kl = RQ6_MASK(g->nvl);                                              \
             __m512 vs = vs1, vd = vd1;                                                          \

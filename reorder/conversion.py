@@ -228,9 +228,12 @@ def call_values(a, like, src_scales, dst_scales, src_zero_point, dst_zero_point,
 def grid_kind(prob):
     """How the conversion walk takes its innermost node as grids (Convert.grid): 0 not at
     all; 1 that node's rows in one call, when it is a multiple of 16 lanes contiguous on
-    both sides and all data (a block's channels; a padded block, nhwc -> nChw16c at C=19,
-    measured slower as a grid than moved and converted in two steps), its scale index steps
-    0 or 1 along them (1 if the rows step it too) and nothing carries a comp index; 2 also
+    both sides and all data (a block's channels), or a padded block of 16 lanes whose rows
+    are dense on both sides (nChw16c -> nChw16c at C=19, where the grid converts under the
+    data lanes' mask in one pass: measured faster than the slab's two; nhwc -> nChw16c at
+    C=19, whose rows are not dense, measured slower as a grid than moved and converted in
+    two steps), its scale index steps 0 or 1 along them (1 if the rows step it too) and
+    nothing carries a comp index; 2 also
     whole steps of the node before the rows (the pixels), when that node is unchecked and
     carries no scale index. Compensation keeps the per-run walk, and so does a CPU without
     AVX-512, which has no grid code."""
@@ -238,7 +241,7 @@ def grid_kind(prob):
         return 0
     lane, (lk, lc), (rk, rc) = prob.nodes[-1], prob.qstrides[-1], prob.qstrides[-2]
     if not (lane.ss == lane.ds == 1 and lane.extent >= 16 and lane.extent % 16 == 0
-            and lane.dim < 0
+            and (lane.dim < 0 or slab_lanes(prob) == 16)
             and lk in (0, 1) and lc == rc == 0 and (rk == 0 or lk == 1)):
         return 0
     if len(prob.nodes) >= 3 and prob.nodes[-3].dim < 0 and prob.qstrides[-3] == (0, 0):
@@ -292,7 +295,7 @@ class ConversionKernel(Kernel):
                                             _split_node(onodes, oq),
                                             np.array(params, dtype=np.int64))
         if layout is None:
-            grid = grid_kind(prob) and not slab_lanes(prob)
+            grid = grid_kind(prob)
             if grid:
                 ordered = grid_order(prob)
                 grid = grid_kind(ordered)
@@ -316,7 +319,7 @@ class ConversionKernel(Kernel):
                 cols.extent * cols.ds * dsize <= GRID_STREAM_ROW_BYTES else -1
             return _convert.Convert(*codes, nodes, checked, arith,
                                     _split_node(prob.nodes, prob.qstrides), nt,
-                                    0 if grid else slab_lanes(prob), grid, gsplit)
+                                    slab_lanes(prob), grid, gsplit)
         chain, ib, outer, blk_dims = layout
         onodes = [prob.nodes[i] for i in outer]
         oq = [prob.qstrides[i] for i in outer]

@@ -292,9 +292,11 @@ def test_move_then_convert(sdt, ddt, dims, stag, dtag):
 
 
 # A padded block on an unchanged layout: the walk converts its rows whole, padding lanes
-# included, and zeroes those lanes after (Convert's `slab`). The source's padding holds
-# random bits here (NaN and infinities among them), so a padding lane that leaked into dst,
-# or a zeroing that missed one or touched a data lane, shows in the bytes.
+# included, and zeroes those lanes after (Convert's `slab`); rows of 16 lanes go as a grid
+# instead where the grid code runs (AVX-512 modes), which loads and stores under the data
+# lanes' mask, and as slabs in the other modes. The source's padding holds random bits here
+# (NaN and infinities among them), so a padding lane that leaked into dst, or a zeroing
+# that missed one or touched a data lane, shows in the bytes.
 SLABS = [((2, 19, 5, 7), "aBcd16b", 16),      # a full block, then 3 of 16 lanes
          ((1, 3, 4, 4), "aBcd16b", 16),       # only a partial block: the padded C=3 input
          ((3, 1, 2, 3), "aBcd8b", 8),         # 1 of 8
@@ -321,6 +323,8 @@ def test_padded_block_slabs(sdt, ddt, dims, tag, lanes, simd):
     src = _garbage_padding(values_for(sdt, math.prod(dims), rng), dims, tag, sdt, rng)
     p = ro.plan(tag, tag, dims=dims, src_dtype=sdt, dtype=ddt)
     assert [r.slab for r in p.runners] == [lanes], p.explain()
+    grid = 1 if lanes == 16 and _convert.simd_available() else 0
+    assert [r.grid for r in p.runners] == [grid], p.explain()
     settings = [{}]
     if ddt in ("s8", "u8"):
         settings.append({"dst_scales": 0.25, "dst_zero_point": 3})

@@ -1384,11 +1384,11 @@ static const rq_row_fn rq2_rows[7][7] = {
 #define RQ5_ROW(SN, SSIZE, DN, DSIZE, TGT, ST)                                                  \
 TGT static inline __attribute__((always_inline)) void                                          \
 rq5_row_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, int64_t sk,       \
-        const float* dinv, int64_t dk, const rq_math_t* m, const int PURE) {                    \
+        const float* dinv, int64_t dk, const rq_math_t* m, const int MODE) {                    \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
-    const int hz = !PURE && m->has_szp, hs = !PURE && m->has_sscale, hm = !PURE && m->has_sum;  \
-    const int hd = !PURE && m->has_dscale, hdz = !PURE && m->has_dzp, ha = !PURE && m->has_adj; \
+    RQ_MODE_FLAGS(MODE)                                                                         \
+    if (!rq_any) sk = dk = 0;                                                                   \
     const __mmask16 kl = 0xffff;                                                                \
     __m512i vacc = _mm512_setzero_si512();                                                      \
     const __m512 vs1 = _mm512_set1_ps(hs ? ssc[0] : 1.0f), vd1 = _mm512_set1_ps(hd ? dinv[0] : 1.0f); \
@@ -1418,6 +1418,21 @@ rq5_row_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, in
         }                                                                                       \
         _mm_sfence();                                                                           \
     }                                                                                           \
+    /* cached 1-byte outputs: four vectors packed into one 64-byte store, where one store     \
+       of 16 bytes each (vpmovdb) measured slower */                                         \
+    if (RQ_B8_##ST && !hm) {                                                                    \
+        for (; j + 64 <= n; j += 64) {                                                          \
+            __m512 v4[4];                                                                       \
+            _Pragma("GCC unroll 4")                                                             \
+            for (int u = 0; u < 4; u++) {                                                       \
+                __m512 vs = vs1, vd = vd1;                                                      \
+                if (hs && sk) vs = _mm512_loadu_ps(ssc + j + 16 * u);                           \
+                if (hd && dk) vd = _mm512_loadu_ps(dinv + j + 16 * u);                          \
+                v4[u] = RQ_TILE_MATH(rq_ld_##SN(s + (j + 16 * u) * SSIZE, 0xffff));             \
+            }                                                                                   \
+            _mm512_storeu_si512(d + j * DSIZE, RQ_LINE_##ST(v4));                               \
+        }                                                                                       \
+    }                                                                                           \
     for (; j + 16 <= n; j += 16) {                                                              \
         __m512 vs = vs1, vd = vd1;                                                              \
         if (hs && sk) vs = _mm512_loadu_ps(ssc + j);                                            \
@@ -1429,10 +1444,16 @@ rq5_row_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, in
 }                                                                                               \
 TGT static void rq5_row_##SN##_##ST(const void* s, void* d, int64_t n, const float* ssc,        \
         int64_t sk, const float* dinv, int64_t dk, const rq_math_t* m) {                        \
-    if (!(m->has_szp || m->has_sscale || m->has_sum || m->has_dscale || m->has_dzp || m->has_adj)) \
-        rq5_row_body_##SN##_##ST((const char*)s, (char*)d, n, ssc, sk, dinv, dk, m, 1);         \
-    else                                                                                        \
-        rq5_row_body_##SN##_##ST((const char*)s, (char*)d, n, ssc, sk, dinv, dk, m, 0);         \
+    const char* s_ = (const char*)s;                                                            \
+    char* d_ = (char*)d;                                                                        \
+    switch (rq_mode(m, sk, dk)) {                                                               \
+    case RQ_PURE: rq5_row_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_PURE); break;     \
+    case RQ_SSCALE: rq5_row_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_SSCALE); break; \
+    case RQ_DSCALE: rq5_row_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_DSCALE); break; \
+    case RQ_DSCALE_ZP:                                                                          \
+        rq5_row_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_DSCALE_ZP); break;         \
+    default: rq5_row_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_ANY);                 \
+    }                                                                                           \
 }
 /* M(SN, SSIZE, DN, DSIZE, TGT, ST) for every pair of types (the hardware bf16 among the
    destinations), and a kernel table's row for source SN / column for destination DN */
@@ -1480,10 +1501,25 @@ static const rq_row_fn rq5_rows_bf16hw[7] = RQ_TABLE_BF16HW(rq5_row_);
 #define RQ6_MASK(n) ((n) >= 16 ? (__mmask16)0xffff : (n) <= 0 ? (__mmask16)0                   \
                      : (__mmask16)((1u << (n)) - 1u))
 /* the rows r0.. of column c up to the last, each one vector of 16 lanes, KL the lanes of data
-   (the rest written as zeros): 4 rows at a time */
+   (the rest written as zeros): 4 rows at a time; 1-byte rows that follow each other in dst
+   (nChw16c) packed four to a 64-byte store, as the rows do */
 #define RQ6_ROWS16(SN, SSIZE, DN, DSIZE, ST, SP, DP, KL)                                        \
     do {                                                                                        \
         const __mmask16 kl = (KL);                                                              \
+        if (RQ_B8_##ST && !hm && rdb == 16) {                                                   \
+            for (; r0 + 4 < g->rows; r0 += 4) {                                                 \
+                __m512 v4[4];                                                                   \
+                _Pragma("GCC unroll 4")                                                         \
+                for (int u = 0; u < 4; u++) {                                                   \
+                    __m512 vs = vs1, vd = vd1;                                                  \
+                    if (hs && sk) vs = _mm512_maskz_loadu_ps(kl, ssc + (r0 + u) * g->rks);      \
+                    if (hd && dk) vd = _mm512_maskz_loadu_ps(kl, dinv + (r0 + u) * g->rks);     \
+                    v4[u] = _mm512_maskz_mov_ps(kl, RQ_TILE_MATH(                               \
+                        rq_ld_##SN((SP) + (r0 + u) * rsb, kl)));                                \
+                }                                                                               \
+                _mm512_storeu_si512((DP) + r0 * rdb, RQ_LINE_##ST(v4));                         \
+            }                                                                                   \
+        }                                                                                       \
         _Pragma("GCC unroll 4")                                                                 \
         for (; r0 < g->rows - 1; r0++) {                                                       \
             __m512 vs = vs1, vd = vd1;                                                          \

@@ -189,11 +189,14 @@ RQ_TGT static inline __attribute__((always_inline)) __m512i rq_pack4_s8(const __
     for (int u = 0; u < 4; u++) q[u] = _mm512_cvt_roundps_epi32(_mm512_min_ps(v[u], hi), RQ_RNE);
     return _mm512_packs_epi16(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[3]));
 }
+/* u8: no max with 0, which costs a vector op of four in the cache: min(255, v) returns v
+   when it is NaN (vminps gives its second operand then), v converts to INT_MIN when it is
+   NaN or below -2^31, and the unsigned packs turn every negative int32 to 0 */
 RQ_TGT static inline __attribute__((always_inline)) __m512i rq_pack4_u8(const __m512 v[4]) {
-    const __m512 hi = _mm512_set1_ps(255.0f), lo = _mm512_setzero_ps();   /* NaN -> 0 */
+    const __m512 hi = _mm512_set1_ps(255.0f);
     __m512i q[4];
     for (int u = 0; u < 4; u++)
-        q[u] = _mm512_cvt_roundps_epi32(_mm512_min_ps(_mm512_max_ps(v[u], lo), hi), RQ_RNE);
+        q[u] = _mm512_cvt_roundps_epi32(_mm512_min_ps(hi, v[u]), RQ_RNE);
     return _mm512_packus_epi16(_mm512_packus_epi32(q[0], q[1]), _mm512_packus_epi32(q[2], q[3]));
 }
 /* one dword permute undoes the packs' interleave: v[0..3] in order, 16 bytes each */

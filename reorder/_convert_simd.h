@@ -84,6 +84,12 @@ typedef void (*rq_grid_fn)(const void* s, void* d, const rq_grid_t* g, const rq_
 #include "_transpose_avx512.h"
 #include "_transpose_avx2.h"
 #define RQ_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+/* Tells the compiler that the pointers may have changed: a loop that says so each
+   iteration reads its tables (lane offsets, scales) at displacements from them, where gcc
+   would hoist the address of every entry out of the loop and spill them all (a reload from
+   the stack before each load of a tile's rows; docs/kernels.md has the measurements). */
+#define RQ_OPAQUE2(a, b) __asm__("" : "+r"(a), "+r"(b))
+#define RQ_OPAQUE3(a, b, c) __asm__("" : "+r"(a), "+r"(b), "+r"(c))
 
 /* ---- loads: up to 16 elements (mask k) -> f32 ------------------------------------------- */
 RQ_TGT static inline __m512 rq_ld_f32(const void* p, __mmask16 k) {
@@ -519,6 +525,7 @@ rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
     nt = nt && ((uintptr_t)dst & 63) == 0 && (dB & 63) == 0;                                    \
     int64_t b0 = 0;                                                                             \
     for (; b0 + 16 <= nbv; b0 += 16) {                                                          \
+        RQ_OPAQUE3(soff, ssc, dinv);                                                            \
         __m512i u[4][4];                                                                        \
         _Pragma("GCC unroll 4")                                                                 \
         for (int g = 0; g < 4; g++) {                                                           \
@@ -612,7 +619,10 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
             _Pragma("GCC unroll 16")                                                            \
             for (int a = 0; a < 16; a++)                                                        \
                 r[a] = RQ_ROW_MATH(rq_ld_##SN(rows[a] + b0 * SSIZE, 0xffff), a);                \
-            RQ_TR8_##ST(r, dst + b0 * dstep, dstep, nt);                                        \
+            char* d8 = dst + b0 * dstep;                                                        \
+            int64_t step8 = dstep;                                                              \
+            RQ_OPAQUE2(d8, step8);                                                              \
+            RQ_TR8_##ST(r, d8, step8, nt);                                                      \
             continue;                                                                           \
         }                                                                                       \
         if (RQ_B8_##SN && lanes == 0xffffu) {                                                   \
@@ -625,13 +635,15 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
                     _mm_loadu_si128((const __m128i*)(rows[a + 8] + b0)), 1);                    \
             avx2_tr16x16_epi8(y);                                                               \
             char* d0 = dst + b0 * dstep;                                                        \
-            if (RQ_F32_##ST && nt && !hm && ((uintptr_t)d0 & 63) == 0 && (dstep & 63) == 0) {   \
+            int64_t step = dstep;                                                               \
+            RQ_OPAQUE2(d0, step);                                                               \
+            if (RQ_F32_##ST && nt && !hm && ((uintptr_t)d0 & 63) == 0 && (step & 63) == 0) {    \
                 /* f32 columns are whole 64-byte lines: streamed */                             \
                 _Pragma("GCC unroll 8")                                                         \
                 for (int q = 0; q < 8; q++) {                                                   \
-                    _mm512_stream_ps((float*)(d0 + 2 * q * dstep), RQ_TILE_MATH(                \
+                    _mm512_stream_ps((float*)(d0 + 2 * q * step), RQ_TILE_MATH(                \
                         RQ_WIDEN_##SN(_mm256_castsi256_si128(y[q]))));                          \
-                    _mm512_stream_ps((float*)(d0 + (2 * q + 1) * dstep), RQ_TILE_MATH(          \
+                    _mm512_stream_ps((float*)(d0 + (2 * q + 1) * step), RQ_TILE_MATH(          \
                         RQ_WIDEN_##SN(_mm256_extracti128_si256(y[q], 1))));                     \
                 }                                                                               \
                 continue;                                                                       \
@@ -639,9 +651,9 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
             _Pragma("GCC unroll 8")                                                             \
             for (int q = 0; q < 8; q++) {                                                       \
                 RQ_TILE_OUT(DN, ST, RQ_WIDEN_##SN(_mm256_castsi256_si128(y[q])),                \
-                            d0 + 2 * q * dstep);                                                \
+                            d0 + 2 * q * step);                                                \
                 RQ_TILE_OUT(DN, ST, RQ_WIDEN_##SN(_mm256_extracti128_si256(y[q], 1)),           \
-                            d0 + (2 * q + 1) * dstep);                                          \
+                            d0 + (2 * q + 1) * step);                                          \
             }                                                                                   \
             continue;                                                                           \
         }                                                                                       \

@@ -101,6 +101,7 @@ cdef extern from "_simd.h" nogil:
     void copy_bytes(void*, const void*, int64_t, int)
     void copy_grid(char*, const char*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int)
     void copy_part(char*, const char*, int64_t, int64_t, int64_t, int64_t, int64_t)
+    int copy_part_masked()
 
 
 def simd_name():
@@ -315,9 +316,14 @@ cdef struct Rows:
 cdef void _slab_rows(const word_t* s, word_t* d, int64_t rows, int64_t L, int64_t nvalid,
                      int nt) noexcept nogil:
     """`rows` rows of L lanes, dense on both sides, nvalid of them data: one copy when every
-    lane is data, else one masked pass."""
+    lane is data, else one masked pass: masked loads (rows of 16 bytes four to a store)
+    where the CPU has them, else 8-byte ANDs, whose speed depended on whether the compiler
+    inlined them (docs/kernels.md)."""
+    cdef int64_t rb = L * sizeof(word_t)
     if nvalid == L:
         copy_bytes(d, s, rows * L * sizeof(word_t), nt)
+    elif copy_part_masked():
+        copy_part(<char*>d, <const char*>s, rows, rb, rb, nvalid * sizeof(word_t), rb)
     else:
         mask_lanes(<char*>d, <const char*>s, rows, L * sizeof(word_t), nvalid * sizeof(word_t))
 

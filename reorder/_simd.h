@@ -597,6 +597,20 @@ static int copy_grid_nt(char* d, const char* s, int64_t nr, int64_t rss, int64_t
     }
     return 0;
 }
+
+/* The grid with cached stores where dst runs on along the rows in 16- or 32-byte runs
+ * (nhwc -> nChw16c bytes in the cache: a block's pixels): a line of each column per g rows,
+ * one store where a store per run measured slower. Returns the rows done (a multiple of
+ * g); the caller copies the rest. */
+__attribute__((target("avx512f")))
+static int64_t copy_grid_row_lines(char* d, const char* s, int64_t nr, int64_t rss, int64_t nc,
+                                   int64_t css, int64_t cds, int64_t nbytes) {
+    int64_t g = 64 / nbytes, whole = nr - nr % g;
+    for (int64_t r = 0; r < whole; r += g)
+        for (int64_t c = 0; c < nc; c++)
+            _mm512_storeu_si512(d + c * cds + r * nbytes, grid_line(s + c * css + r * rss, rss, nbytes));
+    return whole;
+}
 #endif
 
 #if REORDER_X86
@@ -689,6 +703,13 @@ static inline void copy_grid(char* d, const char* s, int64_t nr, int64_t rss, in
     if (nt && !reorder_simd_disabled && reorder_have_avx512()
             && copy_grid_nt(d, s, nr, rss, rds, nc, css, cds, nbytes))
         return;
+    if (!nt && (nbytes == 16 || nbytes == 32) && rds == nbytes && nr >= 64 / nbytes
+            && !reorder_simd_disabled && reorder_have_avx512()) {
+        int64_t done = copy_grid_row_lines(d, s, nr, rss, nc, css, cds, nbytes);
+        d += done * rds;
+        s += done * rss;
+        nr -= done;
+    }
 #endif
     (void)nt;
     switch (nbytes) {
@@ -725,6 +746,20 @@ static inline void copy_bytes(void* d, const void* s, int64_t nbytes, int nt) {
 __attribute__((target("avx512f,avx512bw")))
 static void copy_part_avx512(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,
                              int64_t nvalid, int64_t nwrite) {
+    if (rss == nwrite && rds == nwrite && (nwrite == 16 || nwrite == 32 || nwrite == 64)) {
+        /* runs dense on both sides (a padded block's rows, nChw16c -> nChw16c): 64 bytes at a
+           time under the runs' mask repeated, as fast as a copy */
+        uint64_t m = nvalid >= 64 ? ~0ULL : (1ULL << nvalid) - 1;
+        for (int64_t w = nwrite; w < 64; w *= 2) m |= m << w;
+        const int64_t n = nr * nwrite, whole = n - n % 64;
+        for (int64_t k = 0; k < whole; k += 64)
+            _mm512_storeu_si512(d + k, _mm512_maskz_loadu_epi8(m, s + k));
+        if (whole < n) {
+            const __mmask64 t = (1ULL << (n - whole)) - 1;
+            _mm512_mask_storeu_epi8(d + whole, t, _mm512_maskz_loadu_epi8(m & t, s + whole));
+        }
+        return;
+    }
     for (int64_t k = 0; k < nwrite; k += 64) {
         int64_t v = nvalid - k < 0 ? 0 : nvalid - k > 64 ? 64 : nvalid - k;
         int64_t w = nwrite - k > 64 ? 64 : nwrite - k;
@@ -739,7 +774,21 @@ static void copy_part_avx512(char* d, const char* s, int64_t nr, int64_t rss, in
                 _mm256_storeu_si256((__m256i*)(dk + r * rds),
                     _mm512_castsi512_si256(_mm512_maskz_loadu_epi8(mv, sk + r * rss)));
         } else if (w == 16) {
-            for (int64_t r = 0; r < nr; r++)
+            int64_t r = 0;
+            if (rds == 16) {
+                /* rows that run on in dst (nhwc -> nChw16c bytes): four to a line */
+                for (; r + 4 <= nr; r += 4) {
+                    __m512i x = _mm512_maskz_loadu_epi8(mv, sk + r * rss);
+                    x = _mm512_inserti32x4(x, _mm512_castsi512_si128(
+                            _mm512_maskz_loadu_epi8(mv, sk + (r + 1) * rss)), 1);
+                    x = _mm512_inserti32x4(x, _mm512_castsi512_si128(
+                            _mm512_maskz_loadu_epi8(mv, sk + (r + 2) * rss)), 2);
+                    x = _mm512_inserti32x4(x, _mm512_castsi512_si128(
+                            _mm512_maskz_loadu_epi8(mv, sk + (r + 3) * rss)), 3);
+                    _mm512_storeu_si512(dk + r * 16, x);
+                }
+            }
+            for (; r < nr; r++)
                 _mm_storeu_si128((__m128i*)(dk + r * rds),
                     _mm512_castsi512_si128(_mm512_maskz_loadu_epi8(mv, sk + r * rss)));
         } else {
@@ -749,6 +798,15 @@ static void copy_part_avx512(char* d, const char* s, int64_t nr, int64_t rss, in
     }
 }
 #endif
+
+/* True when copy_part runs its masked loads (AVX-512BW), not the memcpy and memset per run */
+static inline int copy_part_masked(void) {
+#if REORDER_X86
+    return !reorder_simd_disabled && reorder_have_avx512bw();
+#else
+    return 0;
+#endif
+}
 
 static inline void copy_part(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,
                              int64_t nvalid, int64_t nwrite) {

@@ -333,10 +333,11 @@ def test_grid_cross_refused():
         _kernels.Walker(4, strided, checked, rows, False, False, np.array([4, 16, 128, -1, 1]))
 
 
-# A padded block on an unchanged layout (nChw16c -> nChw16c at C=19): the walker copies a
-# slab of whole rows, padding lanes included, and zeroes those lanes after. The source's
+# A padded block on an unchanged layout (nChw16c -> nChw16c at C=19): the walker moves a
+# slab of whole rows in one pass, 64 bytes at a time under the rows' lane mask repeated
+# (AVX-512BW), or as 8-byte ANDs that zero the padding lanes (portable). The source's
 # padding holds random bits and dst starts as 0x5A, so a leaked or missed padding lane, or
-# a zeroed data lane, shows in the bytes.
+# a zeroed data lane, shows in the bytes; 35 rows of 16 or 32 bytes end inside a line.
 SLAB_MOVES = [((2, 19, 5, 7), "aBcd16b"), ((1, 3, 4, 4), "aBcd16b"), ((3, 1, 2, 3), "aBcd8b"),
               ((2, 17, 3, 3), "aBcd4b"), ((40, 19), "aB16b"), ((2, 19, 0, 3), "aBcd16b"),
               ((2, 3, 2, 5, 5), "aBcde16b")]
@@ -344,7 +345,7 @@ SLAB_MOVES = [((2, 19, 5, 7), "aBcd16b"), ((1, 3, 4, 4), "aBcd16b"), ((3, 1, 2, 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("dims,tag", SLAB_MOVES, ids=[f"{t}-{'x'.join(map(str, d))}" for d, t in SLAB_MOVES])
-def test_padded_block_slabs(dims, tag, dtype):
+def test_padded_block_slabs(simd, dims, tag, dtype):
     rng = np.random.default_rng(len(dims) * 100 + dims[1])
     dt = np.dtype(dtype)
     src = ro.Desc(dims, dt.name, tag)

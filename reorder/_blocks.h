@@ -21,8 +21,9 @@
  * with non-temporal stores of whole 64-byte lines (the caller issues the sfence).
  *
  * simd = 1 takes the AVX2 paths where the shape has them (R a multiple of 4 for 8-byte
- * elements, of 8 or 16 for the others; il 1, 2 or 4); everything else, and simd = 0, runs
- * portable loops that write the same bytes.
+ * elements, of 8 or 16 for the others; il 1, 2 or 4); simd = 2 also takes the AVX-512 byte
+ * permutes for the il = 4 interleave of 16- and 32-byte rows; everything else, and simd = 0,
+ * runs portable loops that write the same bytes.
  */
 #ifndef REORDER_BLOCKS_H
 #define REORDER_BLOCKS_H
@@ -46,9 +47,30 @@ typedef struct {
     int64_t rs;             /* plain-side row stride, elements (may be negative) */
     const int32_t* q;       /* C entries: scratch row of each column */
     int esize;              /* bytes per element: 1, 2, 4 or 8 */
+    /* il = 4, groups of 64 or 128 bytes: the byte permutes to the blocked order ([0]) and
+     * back ([1]), set by blk_prepare; ix_bytes is 0 where they do not apply */
+    int ix_bytes;
+    uint8_t ix[2][128];
 } blk_t;
 
 static inline int blk_have_avx2(void) { return reorder_cpu.avx2; }
+static inline int blk_have_avx512(void) { return reorder_cpu.avx2 && reorder_cpu.avx512_vbmi; }
+
+/* The plan-time part of a block: for il = 4 with groups of 4 rows of 16 or 32 bytes, the
+ * byte permutes between scratch order (j * R + r) * e + x and blocked order (r * 4 + j) * e + x. */
+static void blk_prepare(blk_t* b) {
+    const int64_t e = b->esize, R = b->R, row = R * e;
+    b->ix_bytes = 0;
+    if (b->il != 4 || (row != 16 && row != 32)) return;
+    b->ix_bytes = (int)(4 * row);
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < 4; j++)
+            for (int64_t x = 0; x < e; x++) {
+                const int64_t blocked = (r * 4 + j) * e + x, scratch = (j * R + r) * e + x;
+                b->ix[0][blocked] = (uint8_t)scratch;
+                b->ix[1][scratch] = (uint8_t)blocked;
+            }
+}
 
 /* ---- portable loops, one set per element size ------------------------------------------ */
 /* gather: T[q[c]][r] = plain (r, c) for rows [0, R) x columns [c0, C), zeros outside rv x cv;
@@ -470,6 +492,32 @@ static int blk_deinterleave2_avx2(const blk_t* b, const char* in, char* T) {
     return 1;
 }
 
+/* ---- AVX-512 (F, BW, VBMI) --------------------------------------------------------------
+ * il = 4, groups of 4 scratch rows of 16 or 32 bytes: one (two) byte permutes per 64 bytes,
+ * through the tables of blk_prepare. (16 x 64 byte tiles in four in-lane unpack rounds were
+ * measured slower than the AVX2 16 x 16 tiles on Zen 4 and are not here: docs/kernels.md.) */
+__attribute__((target("avx512f,avx512bw,avx512vbmi")))
+static int blk_interleave4_vbmi(const blk_t* b, const char* in, char* out, int to_blocked) {
+    const int64_t gsize = b->ix_bytes, n = b->R * b->C * b->esize;
+    const uint8_t* ix = b->ix[to_blocked ? 0 : 1];
+    if (gsize == 0) return 0;
+    const __m512i i0 = _mm512_loadu_si512((const void*)ix);
+    if (gsize == 64) {
+        for (int64_t k = 0; k < n; k += 64)
+            _mm512_storeu_si512((void*)(out + k),
+                                _mm512_permutexvar_epi8(i0, _mm512_loadu_si512((const void*)(in + k))));
+    } else {
+        const __m512i i1 = _mm512_loadu_si512((const void*)(ix + 64));
+        for (int64_t k = 0; k < n; k += 128) {
+            __m512i lo = _mm512_loadu_si512((const void*)(in + k));
+            __m512i hi = _mm512_loadu_si512((const void*)(in + k + 64));
+            _mm512_storeu_si512((void*)(out + k), _mm512_permutex2var_epi8(lo, i0, hi));
+            _mm512_storeu_si512((void*)(out + k + 64), _mm512_permutex2var_epi8(lo, i1, hi));
+        }
+    }
+    return 1;
+}
+
 __attribute__((target("avx2")))
 static void blk_stream_avx2(char* d, const char* s, int64_t n) {
     int64_t head = (64 - ((uintptr_t)d & 63)) & 63;
@@ -500,6 +548,8 @@ static void blk_copy_out(char* d, const char* s, int64_t n, int nt, int simd) {
 
 static inline void blk_interleave(const blk_t* b, const char* T, char* out, int simd) {
 #if REORDER_BLK_X86
+    if (simd >= 2 && b->il == 4 && blk_interleave4_vbmi(b, T, out, 1))
+        return;
     if (simd && b->il == 4 && b->esize <= 4 && (blk_interleave4_avx2(b, T, out) || blk_interleave4_sse(b, T, out)))
         return;
     if (simd && b->il == 4 && b->esize == 8 && blk_interleave4_q(b, T, out, 1))
@@ -513,6 +563,8 @@ static inline void blk_interleave(const blk_t* b, const char* T, char* out, int 
 
 static inline void blk_deinterleave(const blk_t* b, const char* in, char* T, int simd) {
 #if REORDER_BLK_X86
+    if (simd >= 2 && b->il == 4 && blk_interleave4_vbmi(b, in, T, 0))
+        return;
     if (simd && b->il == 4 && b->esize <= 4 && (blk_deinterleave4_avx2(b, in, T) || blk_deinterleave4_sse(b, in, T)))
         return;
     if (simd && b->il == 4 && b->esize == 8 && blk_interleave4_q(b, in, T, 0))

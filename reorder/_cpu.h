@@ -26,6 +26,7 @@ typedef struct {
     int avx512_bf16;    /* the above + BF16: hardware f32 -> bf16 */
     int avx512_int8w;   /* the above + VBMI, VNNI: the int8 `4i16o4i` weight kernel */
     int avx2_f16c;      /* AVX2 + F16C: the 8-wide conversion tiles and rows */
+    int avx512_vbmi;    /* F, BW, VBMI: the byte permutes of the weight block kernel */
 } reorder_cpu_t;
 
 static reorder_cpu_t reorder_cpu;
@@ -43,6 +44,7 @@ static void reorder_cpu_detect(void) {
     c.avx512_int8w = c.avx512_conv && __builtin_cpu_supports("avx512vbmi") != 0
                      && __builtin_cpu_supports("avx512vnni") != 0;
     c.avx2_f16c = c.avx2 && __builtin_cpu_supports("f16c") != 0;
+    c.avx512_vbmi = c.avx512_bw && __builtin_cpu_supports("avx512vbmi") != 0;
     reorder_cpu = c;
 #endif
 }

@@ -526,6 +526,8 @@ cdef extern from "_blocks.h" nogil:
         const int32_t* q
         int esize
     int blk_have_avx2()
+    int blk_have_avx512()
+    void blk_prepare(blk_t*)
     void blk_to_blocked(const blk_t*, const char*, char*, int64_t, int64_t, char*, char*, int, int)
     void blk_to_plain(const blk_t*, const char*, char*, int64_t, int64_t, char*, char*, int, int)
 
@@ -533,6 +535,19 @@ cdef extern from "_blocks.h" nogil:
 
 # the largest block (bytes) the kernel's scratch holds
 BLOCK_MAX_BYTES = BLK_MAX_BYTES
+
+
+cdef int _blocks_simd() noexcept nogil:
+    """The block kernel's path under set_simd: 2 AVX-512 (F, BW, VBMI) where the tiles are
+    512 bits wide, 1 AVX2, 0 portable."""
+    if reorder_simd_disabled or not blk_have_avx2():
+        return 0
+    return 2 if reorder_tile_bits == 512 and blk_have_avx512() else 1
+
+
+def block_paths():
+    """The paths the block kernel can take on this CPU, for tests."""
+    return [p for p, ok in (("avx512", blk_have_avx512()), ("avx2", blk_have_avx2())) if ok]
 
 
 cdef struct BlockDims:
@@ -619,6 +634,7 @@ cdef class Blocks:
         self.b.R, self.b.C, self.b.il, self.b.rs = R, C, il, shape[3]
         self.b.q = &qv[0]
         self.b.esize = itemsize
+        blk_prepare(&self.b)
         self.D.to_blocked = shape[4] != 0
         self.D.rdim, self.D.rw = <int>shape[5], shape[6]
         self.D.cdim, self.D.cunit = <int>shape[7], shape[8]
@@ -626,15 +642,16 @@ cdef class Blocks:
 
     @property
     def path(self):
-        """The path this runner takes now (it follows set_simd): 'avx2' or 'portable'."""
-        return "avx2" if not reorder_simd_disabled and blk_have_avx2() else "portable"
+        """The path this runner takes now (it follows set_simd): 'avx512', 'avx2' or
+        'portable'."""
+        return ("portable", "avx2", "avx512")[_blocks_simd()]
 
     def run(self, uintptr_t src, uintptr_t dst, int nthreads, bint stream=True):
         """stream=False keeps this call's stores cached where the runner would stream."""
         cdef int64_t items = outer_count(&self.p)
         cdef bint nt = self.nt and stream
         cdef int t, nchunks = nthreads if items >= nthreads else <int>items
-        cdef int simd = not reorder_simd_disabled and blk_have_avx2()
+        cdef int simd = _blocks_simd()
         if items == 0:
             return
         with nogil:

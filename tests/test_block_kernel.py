@@ -1,7 +1,7 @@
 """The block kernel (conv weights blocked in two dims: OIhw16i16o, OIhw4i16o4i, ...): every
 element size, both directions, against the independent reference bit for bit (padding
-included), on the AVX2 and portable paths, streaming forced on and off, 1-3 threads, and the
-plan must pick the kernel where it is meant to run, so a planner change cannot bypass it."""
+included), on the AVX-512, AVX2 and portable paths, streaming forced on and off, 1-3
+threads, and the plan must pick the kernel where it is meant to run, so a planner change cannot bypass it."""
 import numpy as np
 import pytest
 
@@ -33,8 +33,17 @@ DIMS = [(1, 1, 1, 1), (3, 15, 3, 3), (16, 16, 3, 3), (17, 33, 5, 5), (33, 17, 7,
         (15, 3, 1, 1), (32, 64, 1, 1), (200, 120, 3, 3), (0, 16, 3, 3)]
 
 
-# the block kernel has an AVX2 path and the portable one
-simd = kernel_paths("avx2")
+# the block kernel has an AVX-512 path (F, BW, VBMI: byte tiles 64 columns wide, the il = 4
+# interleave of 16- and 32-byte rows as byte permutes), an AVX2 one and the portable one
+simd = kernel_paths("avx512", "avx2")
+
+
+def _path(simd):
+    """The path a runner takes under the fixture's set_simd (AVX2 where the CPU has AVX-512
+    but not VBMI)."""
+    if simd == "avx512" and "avx512" not in _kernels.block_paths():
+        return "avx2"
+    return simd or "portable"
 
 
 BLOCK_ELEMS = {"OIhw16i16o": 256, "OIhw4i16o4i": 256, "OIhw8i8o": 64, "IOhw16o16i": 256,
@@ -64,7 +73,7 @@ def _check(src_tag, dst_tag, dims, dtype, simd, plain_tag="oihw"):
             # transpose; never as copies of runs shorter than a line, below)
             assert p.kernel == "blocks", p.explain()
             assert p.runners[0].nt == streaming
-            assert p.runners[0].path == ("portable" if simd is False else "avx2")
+            assert p.runners[0].path == _path(simd)
         if p.kernel == "copy":      # whole lines a run (IOhw16o16i 1x1: 16 i), never less
             prob = p.steps[0].problem
             assert prob.nodes[-1].extent * prob.itemsize >= 64, p.explain()
@@ -127,13 +136,13 @@ def test_strided_sources(simd, dst, view, blocks, dtype):
     ("oihw", "OIhw16i16o", (512, 512, 3, 3)), ("OIhw16i16o", "oihw", (512, 512, 3, 3)),
     ("oihw", "OIhw4i16o4i", (200, 120, 3, 3)), ("OIhw4i16o4i", "oihw", (200, 120, 3, 3))])
 def test_benchmark_cases_take_the_block_kernel(src, dst, dims, dtype):
-    """The speed-target cases (reorder/bench_cases.py) run on this kernel, on the AVX2 path
+    """The speed-target cases (reorder/bench_cases.py) run on this kernel, on its widest path
     where the CPU has it."""
     p = ro.plan(ro.Desc(dims, dtype, src), ro.Desc(dims, dtype, dst))
     assert p.kernel == "blocks" and len(p.runners) == 1, p.explain()
     assert "kernel blocks:" in p.explain()
-    if "avx2" in _kernels.simd_paths():
-        assert p.runners[0].path == "avx2"
+    if _kernels.block_paths():
+        assert p.runners[0].path == _kernels.block_paths()[0]
 
 
 @pytest.mark.parametrize("src,dst,dims", [("nchw", "nChw16c", (2, 48, 7, 7)),

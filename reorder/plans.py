@@ -62,11 +62,11 @@ class Plan:
         # whether it streams on one)
         self._stream_upto = tuple(st.kernel.stream_threads(st.problem, st.runner, stream_min_bytes)
                                   for st in self.steps)
-        # one step with no call values: __call__ runs it directly once the arrays pass the
-        # bind checks inline (a small tensor's call is mostly this overhead). The source's
+        # one step: __call__ runs it directly (with the plan's own conversion values) once the
+        # arrays pass the bind checks inline (a small tensor's call is mostly this overhead). The source's
         # bytes from its data pointer (lo, hi) and the output's size give the overlap test.
-        self._direct = (self._runners[0].run, self._stream_upto[0]) \
-            if self.via is None and self._values is None and not self._reads_dst else None
+        self._direct = (self._runners[0].run, self._stream_upto[0], self._values) \
+            if self.via is None and not self._reads_dst else None
         shape, size = self._in_shape or (), src.dtype.itemsize
         self._in_span = (0, 0) if 0 in shape else (
             sum(min(0, (n - 1) * st) for n, st in zip(shape, self._in_strides)),
@@ -126,7 +126,11 @@ class Plan:
             lo, hi = self._in_span
             if b + self._out_nbytes <= a + lo or a + hi <= b:
                 n = self.nthreads(threads)
-                direct[0](a, b, n, n <= direct[1])
+                run, upto, values = direct
+                if values is None:
+                    run(a, b, n, stream=n <= upto)
+                else:
+                    run(a, b, n, 0, values, n <= upto)
                 return out
         x, out = self.bind(x, out)
         self.execute(x, out, self.nthreads(threads))

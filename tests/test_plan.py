@@ -176,20 +176,25 @@ def test_plan_caches_under_eight_python_threads(monkeypatch):
     assert not errors, errors[:5]
 
 
-@pytest.mark.parametrize("dims,src,dst,dtype", [((2, 3, 4, 5), "nchw", "nhwc", "f32"),
-                                                ((2, 19, 3, 5), "nchw", "nChw16c", "s8"),
-                                                ((17, 16, 3, 3), "oihw", "OIhw4i16o4i", "bf16")])
-def test_call_beside_and_over_its_source(dims, src, dst, dtype):
-    """A call runs its single step directly once the arrays pass the checks inline: an out
-    that ends where x begins, or begins where x ends, is written (and right); one that
-    shares a single element with x at either end is refused, and x is untouched."""
-    p = ro.plan(ro.Desc(dims, dtype, src), ro.Desc(dims, dtype, dst))
+@pytest.mark.parametrize("dims,src,dst,dtype,scale", [((2, 3, 4, 5), "nchw", "nhwc", "f32", None),
+                                                      ((2, 19, 3, 5), "nchw", "nChw16c", "s8", None),
+                                                      ((17, 16, 3, 3), "oihw", "OIhw4i16o4i", "bf16", None),
+                                                      ((2, 19, 3, 5), "nchw", "nChw16c", "f32", 4.0)])
+def test_call_beside_and_over_its_source(dims, src, dst, dtype, scale):
+    """A call runs its single step directly (a conversion with the plan's own scale too)
+    once the arrays pass the checks inline: an out that ends where x begins, or begins where
+    x ends, is written (and right); one that shares a single element with x at either end
+    is refused, and x is untouched."""
+    kw = {} if scale is None else {"src_scales": scale}
+    p = ro.plan(ro.Desc(dims, dtype, src), ro.Desc(dims, dtype, dst), **kw)
     storage = np.dtype(p.src.dtype.storage)
     nin, nout = int(np.prod(p.src.physical_shape)), int(np.prod(p.dst.physical_shape))
     values = np.random.default_rng(1).integers(1, 100, nin).astype(storage)
     abstract = {"nchw": "abcd", "oihw": "abcd", "nhwc": "acdb", "nChw16c": "aBcd16b",
                 "OIhw4i16o4i": "ABcd4b16a4b"}
     expected = ref_reorder(values, dims, abstract[src], abstract[dst])
+    if scale is not None:       # small integers times a power of two: exact in f32
+        expected = expected * storage.type(scale)
     for start_x, start_out, overlap in [(nout, 0, False), (0, nin, False),
                                         (nout - 1, 0, True), (0, nin - 1, True)]:
         buf = np.zeros(nin + nout, storage)

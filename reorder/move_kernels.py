@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _kernels
-from .problem import ALL_THREADS, Kernel, far_planes, slab_lanes, stream_threads
+from .problem import ALL_THREADS, Kernel, far_planes, slab_lanes
 
 __all__ = ["CopyKernel", "BlockKernel", "TransposeKernel", "GenericKernel"]
 
@@ -215,20 +215,6 @@ class BlockKernel(Kernel):
     def is_usable_for(self, prob):
         return self._pick(prob) is not None
 
-    @staticmethod
-    def _threshold(sh, stream_min_bytes):
-        """The streaming threshold of this block shape: plain -> blocked with il = 1 writes
-        each block's lines in scattered pieces straight into dst, where a cached store reads
-        every line first; built whole in L1 and streamed, the block measured faster from a
-        quarter of the plan's threshold (docs/kernels.md)."""
-        if sh.to_blocked and sh.il == 1:
-            return stream_min_bytes // _SCATTERED_STREAM_DIVISOR
-        return stream_min_bytes
-
-    def stream_threads(self, prob, runner, stream_min_bytes):
-        return stream_threads(prob.moved_bytes, self._threshold(self._pick(prob), stream_min_bytes),
-                              prob.dst_bytes)
-
     def prepare(self, prob, stream_min_bytes):
         sh = self._pick(prob)
         nodes = prob.nodes
@@ -251,11 +237,9 @@ class BlockKernel(Kernel):
                          dtype=np.int64)
         outer = [nd for i, nd in enumerate(nodes) if i not in sh.block]
         return _kernels.Blocks(prob.itemsize, _node_array(outer).reshape(-1, 5), _checked_array(prob),
-                               q, shape, prob.streams(self._threshold(sh, stream_min_bytes)))
+                               q, shape, prob.streams(stream_min_bytes))
 
 
-# plain -> blocked weights with il = 1 stream from the plan's threshold over this
-_SCATTERED_STREAM_DIVISOR = 4
 _BLOCKS = BlockKernel()
 _COPY_MIN_RUN_BYTES = 64
 

@@ -188,20 +188,3 @@ def test_padding_of_an_outer_dim_beside_padded_rows():
     out = np.full(p.dst.physical_shape, 90, np.int8)
     p(np.array([[[7]]], np.int8), out=out)
     assert out.ravel().tolist() == [7, 0, 0, 0, 0, 0, 0, 0]
-
-
-@pytest.mark.parametrize("src,dst,scattered", [("oihw", "OIhw16i16o", True),
-                                               ("OIhw16i16o", "oihw", False),
-                                               ("oihw", "OIhw4i16o4i", False)])
-def test_scattered_blocks_stream_from_a_quarter_of_the_threshold(src, dst, scattered):
-    """Plain -> blocked with il = 1 stores each block's lines in pieces straight into dst,
-    and streams from a quarter of the plan's threshold; the others from the threshold."""
-    dims = (64, 64, 3, 3)
-    sdesc, ddesc = ro.Desc(dims, "bf16", src), ro.Desc(dims, "bf16", dst)
-    moved = sdesc.nbytes + ddesc.nbytes
-    for threshold, streams in [(2 * moved, scattered), (4 * moved, scattered),
-                               (4 * moved + 4, False), (moved, True)]:
-        p = cached_plan(sdesc, ddesc, stream_min_bytes=threshold)
-        assert p.kernel == "blocks", p.explain()
-        assert p.runners[0].nt == streams, (threshold, p.explain())
-        assert p.streams(1) == (streams,)

@@ -100,6 +100,8 @@ cdef extern from "_simd.h" nogil:
     void tile_t8(const uint64_t*, const arows_t*, int64_t, uint64_t*, const rows_t*, int64_t, int64_t, int64_t, int)
     void copy_bytes(void*, const void*, int64_t, int)
     void copy_grid(char*, const char*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int)
+    int copy_grid_pair_padded(char*, const char*, int64_t, int64_t, int64_t, int64_t, int64_t,
+                              int64_t, int64_t, int64_t, int)
     void copy_part(char*, const char*, int64_t, int64_t, int64_t, int64_t, int64_t)
     int copy_part_masked()
 
@@ -341,14 +343,24 @@ cdef inline void _cross_bounds(const NodeList* p, Walk* w, const Rows* R, int64_
 cdef void _grid_rows(const word_t* s, word_t* d, const NodeList* p, Walk* w, const Rows* R,
                      int64_t nr, int nt) noexcept nogil:
     """nr rows x the whole cross node of short runs, contiguous on both sides: the columns
-    whose runs are all data as one grid of fixed-size copies, then the padded ones."""
-    cdef int64_t run = p.ext[p.n - 1], c, full = 0, nvalid, nwrite
+    whose runs are all data as one grid of fixed-size copies, then the padded ones (two
+    columns interleaved in dst, padded or not, as one masked pass)."""
+    cdef int64_t run = p.ext[p.n - 1], c, full = 0, nvalid, nwrite, nv1, nw1
     # positions grow along the cross node, so the all-data columns come first
     while full < R.cn:
         _cross_bounds(p, w, R, full, &nvalid, &nwrite)
         if nvalid != run:
             break
         full += 1
+    if full < R.cn and R.cn == 2 and nwrite == run:
+        _cross_bounds(p, w, R, 1, &nv1, &nw1)
+        if full == 1:
+            nvalid, nwrite = run, run
+        if nw1 == run and copy_grid_pair_padded(
+                <char*>d, <const char*>s, nr, R.ss * sizeof(word_t), R.ds * sizeof(word_t),
+                R.css * sizeof(word_t), R.cds * sizeof(word_t), run * sizeof(word_t),
+                nvalid * sizeof(word_t), nv1 * sizeof(word_t), nt):
+            return
     if full > 0:
         copy_grid(<char*>d, <const char*>s, nr, R.ss * sizeof(word_t), R.ds * sizeof(word_t),
                   full, R.css * sizeof(word_t), R.cds * sizeof(word_t), run * sizeof(word_t), nt)

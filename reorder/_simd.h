@@ -691,6 +691,71 @@ static int copy_grid_pair(char* d, const char* s, int64_t nr, int64_t rss, int64
 }
 #endif
 
+#if REORDER_X86
+/* The two-column pair into interleaved runs (as copy_grid_pair) where the columns' runs hold
+ * nv0 and nv1 valid bytes, the rest zeros (nChw8c -> nChw16c at C=19: dst's last block takes
+ * src's block of 3 channels and one past the data): each column's 64 bytes load under its
+ * run mask repeated, and a column with no data loads nothing. The per-run masked copies
+ * this replaces stored 8 bytes at a time. Needs AVX-512BW; returns 0, having written
+ * nothing, for other shapes. */
+__attribute__((target("avx512f,avx512bw")))
+static int copy_grid_pair_part(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,
+                               int64_t css, int64_t cds, int64_t nbytes, int64_t nv0,
+                               int64_t nv1, int nt) {
+    if (!(nbytes == 8 || nbytes == 16) || cds != nbytes || rds != 2 * nbytes || rss != nbytes
+            || nr < 64 / nbytes || reorder_simd_disabled || !reorder_have_avx512bw())
+        return 0;
+    const int64_t k = 64 / nbytes, q = nbytes / 8, whole = nr - nr % k;
+    uint64_t m0 = (1ULL << nv0) - 1, m1 = (1ULL << nv1) - 1;    /* nv < 64 */
+    for (int64_t w = nbytes; w < 64; w *= 2) {
+        m0 |= m0 << w;
+        m1 |= m1 << w;
+    }
+    int64_t idx_lo[8], idx_hi[8];
+    for (int j = 0; j < 8; j++) {                          /* run j / q of column (j / q) & 1 */
+        int64_t run = j / q, col = run & 1, pos = (run >> 1) * q + j % q;
+        idx_lo[j] = col * 8 + pos;
+        idx_hi[j] = col * 8 + pos + 4;
+    }
+    const __m512i lo = _mm512_loadu_si512(idx_lo), hi = _mm512_loadu_si512(idx_hi);
+    const int stream = nt && ((uintptr_t)d & 63) == 0;
+    int64_t r;
+    for (r = 0; r < whole; r += k) {
+        __m512i a = _mm512_maskz_loadu_epi8(m0, s + r * rss);
+        __m512i b = _mm512_maskz_loadu_epi8(m1, s + css + r * rss);
+        __m512i x = _mm512_permutex2var_epi64(a, lo, b), y = _mm512_permutex2var_epi64(a, hi, b);
+        char* o = d + r * rds;
+        if (stream) {
+            _mm512_stream_si512((__m512i*)o, x);
+            _mm512_stream_si512((__m512i*)(o + 64), y);
+        } else {
+            _mm512_storeu_si512(o, x);
+            _mm512_storeu_si512(o + 64, y);
+        }
+    }
+    for (; r < nr; r++) {
+        char* o = d + r * rds;
+        memcpy(o, s + r * rss, (size_t)nv0);
+        memset(o + nv0, 0, (size_t)(nbytes - nv0));
+        memcpy(o + nbytes, s + css + r * rss, (size_t)nv1);
+        memset(o + nbytes + nv1, 0, (size_t)(nbytes - nv1));
+    }
+    return 1;
+}
+#endif
+
+static inline int copy_grid_pair_padded(char* d, const char* s, int64_t nr, int64_t rss,
+                                        int64_t rds, int64_t css, int64_t cds, int64_t nbytes,
+                                        int64_t nv0, int64_t nv1, int nt) {
+#if REORDER_X86
+    return copy_grid_pair_part(d, s, nr, rss, rds, css, cds, nbytes, nv0, nv1, nt);
+#else
+    (void)d; (void)s; (void)nr; (void)rss; (void)rds; (void)css; (void)cds; (void)nbytes;
+    (void)nv0; (void)nv1; (void)nt;
+    return 0;
+#endif
+}
+
 /* nr rows of nc runs of nbytes each: the two-column or streamed form where the shape allows
  * it, else the loop for the run size. */
 static inline void copy_grid(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,

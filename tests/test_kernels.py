@@ -200,8 +200,9 @@ def test_tile_tails_match_reference(simd, streaming, stag, dtag, dims, dtype):
 
 # Short runs contiguous on both sides, one node continuing them in src and another in dst
 # (nhwc <-> nChw16c, nChw8c <-> nChw16c): the walker loops the pixels as rows and the blocks
-# across each row, a grid of fixed-size copies; padded columns go through masked loads, and
-# streamed stores fill whole dst lines. The source's padding holds random bits and dst
+# across each row, a grid of fixed-size copies; padded columns go through masked loads (two
+# columns interleaved in dst, 8- or 16-byte runs: one masked pass), and streamed stores fill
+# whole dst lines. The source's padding holds random bits and dst
 # starts as 0x5A, so a leaked, missed or misplaced lane shows in the bytes.
 GRID_MOVES = [
     ("acdb", "aBcd16b", (2, 19, 5, 7)),         # a column of 3 lanes, 13 zeros
@@ -213,6 +214,7 @@ GRID_MOVES = [
     ("aBcd16b", "acdb", (2, 64, 3, 5)),
     ("aBcd8b", "aBcd16b", (2, 19, 5, 7)),       # a partial column, then one of zeros
     ("aBcd8b", "aBcd16b", (2, 40, 3, 3)),       # src holds 40 of 48: the last 8 are zeros
+    ("aBcd8b", "aBcd16b", (2, 27, 5, 7)),       # a whole column, then one of 3 lanes
     ("aBcd8b", "aBcd16b", (1, 32, 1, 3)),       # 3 pixels: fewer than a line of a column
     ("aBcd16b", "aBcd8b", (2, 32, 5, 7)),       # two whole columns from each pixel's 16
     ("aBcd16b", "aBcd8b", (2, 19, 5, 7)),       # src lanes 24..31 lie beyond dst: skipped

@@ -614,6 +614,31 @@ static int64_t copy_grid_row_lines(char* d, const char* s, int64_t nr, int64_t r
 #endif
 
 #if REORDER_X86
+/* The two-source qword permutes that interleave two columns' 64 bytes of q-qword runs: the
+ * first 64 interleaved bytes from idx_lo, the next from idx_hi. */
+static inline void pair_tables(int64_t q, int64_t* idx_lo, int64_t* idx_hi) {
+    for (int j = 0; j < 8; j++) {                          /* run j / q of column (j / q) & 1 */
+        int64_t run = j / q, col = run & 1, pos = (run >> 1) * q + j % q;
+        idx_lo[j] = col * 8 + pos;
+        idx_hi[j] = col * 8 + pos + 4;
+    }
+}
+
+/* 64 bytes of each column (a, b) interleaved into 128 bytes at o. */
+__attribute__((target("avx512f")))
+static inline void pair_store(char* o, __m512i a, __m512i b, __m512i lo, __m512i hi, int stream) {
+    __m512i x = _mm512_permutex2var_epi64(a, lo, b), y = _mm512_permutex2var_epi64(a, hi, b);
+    if (stream) {
+        _mm512_stream_si512((__m512i*)o, x);
+        _mm512_stream_si512((__m512i*)(o + 64), y);
+    } else {
+        _mm512_storeu_si512(o, x);
+        _mm512_storeu_si512(o + 64, y);
+    }
+}
+#endif
+
+#if REORDER_X86
 /* Two columns of 8- or 16-byte runs that one side holds interleaved and the other as two
  * dense columns (nChw8c <-> nChw16c of bytes and words: a pixel's two 8-lane halves): 64
  * bytes of each column against 128 interleaved, two two-source permutes per 128 bytes,
@@ -629,29 +654,15 @@ static int copy_grid_pair(char* d, const char* s, int64_t nr, int64_t rss, int64
     int64_t q = nbytes / 8;                                /* qwords a run */
     __m512i lo, hi;
     int64_t idx_lo[8], idx_hi[8];
-    for (int j = 0; j < 8; j++) {                          /* run j / q of column (j / q) & 1 */
-        int64_t run = j / q, col = run & 1, pos = (run >> 1) * q + j % q;
-        idx_lo[j] = col * 8 + pos;
-        idx_hi[j] = col * 8 + pos + 4;
-    }
+    pair_tables(q, idx_lo, idx_hi);
     lo = _mm512_loadu_si512(idx_lo);
     hi = _mm512_loadu_si512(idx_hi);
     int64_t whole = nr - nr % k, r;
     if (cds == nbytes && rds == 2 * nbytes && rss == nbytes) {          /* to interleaved */
         int stream = nt && ((uintptr_t)d & 63) == 0;
-        for (r = 0; r < whole; r += k) {
-            __m512i a = _mm512_loadu_si512(s + r * rss), b = _mm512_loadu_si512(s + css + r * rss);
-            __m512i x = _mm512_permutex2var_epi64(a, lo, b);
-            __m512i y = _mm512_permutex2var_epi64(a, hi, b);
-            char* o = d + r * rds;
-            if (stream) {
-                _mm512_stream_si512((__m512i*)o, x);
-                _mm512_stream_si512((__m512i*)(o + 64), y);
-            } else {
-                _mm512_storeu_si512(o, x);
-                _mm512_storeu_si512(o + 64, y);
-            }
-        }
+        for (r = 0; r < whole; r += k)
+            pair_store(d + r * rds, _mm512_loadu_si512(s + r * rss),
+                       _mm512_loadu_si512(s + css + r * rss), lo, hi, stream);
     } else if (css == nbytes && rss == 2 * nbytes && rds == nbytes) {   /* from interleaved */
         /* the inverse permutes: column c's 64 bytes from the 128 interleaved ones */
         int64_t idx_a[8], idx_b[8];
@@ -712,27 +723,13 @@ static int copy_grid_pair_part(char* d, const char* s, int64_t nr, int64_t rss, 
         m1 |= m1 << w;
     }
     int64_t idx_lo[8], idx_hi[8];
-    for (int j = 0; j < 8; j++) {                          /* run j / q of column (j / q) & 1 */
-        int64_t run = j / q, col = run & 1, pos = (run >> 1) * q + j % q;
-        idx_lo[j] = col * 8 + pos;
-        idx_hi[j] = col * 8 + pos + 4;
-    }
+    pair_tables(q, idx_lo, idx_hi);
     const __m512i lo = _mm512_loadu_si512(idx_lo), hi = _mm512_loadu_si512(idx_hi);
     const int stream = nt && ((uintptr_t)d & 63) == 0;
     int64_t r;
-    for (r = 0; r < whole; r += k) {
-        __m512i a = _mm512_maskz_loadu_epi8(m0, s + r * rss);
-        __m512i b = _mm512_maskz_loadu_epi8(m1, s + css + r * rss);
-        __m512i x = _mm512_permutex2var_epi64(a, lo, b), y = _mm512_permutex2var_epi64(a, hi, b);
-        char* o = d + r * rds;
-        if (stream) {
-            _mm512_stream_si512((__m512i*)o, x);
-            _mm512_stream_si512((__m512i*)(o + 64), y);
-        } else {
-            _mm512_storeu_si512(o, x);
-            _mm512_storeu_si512(o + 64, y);
-        }
-    }
+    for (r = 0; r < whole; r += k)
+        pair_store(d + r * rds, _mm512_maskz_loadu_epi8(m0, s + r * rss),
+                   _mm512_maskz_loadu_epi8(m1, s + css + r * rss), lo, hi, stream);
     for (; r < nr; r++) {
         char* o = d + r * rds;
         memcpy(o, s + r * rss, (size_t)nv0);

@@ -313,6 +313,8 @@ cdef struct Rows:
     # its positions are bounds-checked along that dim, cw apart
     int64_t cn, css, cds, cw
     int cdim
+    # a grid with padded columns makes one pass per column: this many rows a pass (0: all)
+    int64_t chunk
 
 
 cdef void _slab_rows(const word_t* s, word_t* d, int64_t rows, int64_t L, int64_t nvalid,
@@ -361,15 +363,22 @@ cdef void _grid_rows(const word_t* s, word_t* d, const NodeList* p, Walk* w, con
                 R.css * sizeof(word_t), R.cds * sizeof(word_t), run * sizeof(word_t),
                 nvalid * sizeof(word_t), nv1 * sizeof(word_t), nt):
             return
-    if full > 0:
-        copy_grid(<char*>d, <const char*>s, nr, R.ss * sizeof(word_t), R.ds * sizeof(word_t),
-                  full, R.css * sizeof(word_t), R.cds * sizeof(word_t), run * sizeof(word_t), nt)
-    for c in range(full, R.cn):
-        _cross_bounds(p, w, R, c, &nvalid, &nwrite)
-        if nwrite > 0:
-            copy_part(<char*>(d + c * R.cds), <const char*>(s + c * R.css), nr,
-                      R.ss * sizeof(word_t), R.ds * sizeof(word_t), nvalid * sizeof(word_t),
-                      nwrite * sizeof(word_t))
+    # the columns' passes go a chunk of rows at a time, so the later ones find the source
+    # lines the first read still in L1
+    cdef int64_t r0 = 0, m, chunk = R.chunk if 0 < R.chunk and full < R.cn else nr
+    while r0 < nr:
+        m = chunk if chunk < nr - r0 else nr - r0
+        if full > 0:
+            copy_grid(<char*>(d + r0 * R.ds), <const char*>(s + r0 * R.ss), m,
+                      R.ss * sizeof(word_t), R.ds * sizeof(word_t), full, R.css * sizeof(word_t),
+                      R.cds * sizeof(word_t), run * sizeof(word_t), nt)
+        for c in range(full, R.cn):
+            _cross_bounds(p, w, R, c, &nvalid, &nwrite)
+            if nwrite > 0:
+                copy_part(<char*>(d + r0 * R.ds + c * R.cds),
+                          <const char*>(s + r0 * R.ss + c * R.css), m, R.ss * sizeof(word_t),
+                          R.ds * sizeof(word_t), nvalid * sizeof(word_t), nwrite * sizeof(word_t))
+        r0 += m
 
 
 cdef void _walk_items(const word_t* src, word_t* dst, const NodeList* p, const Rows* R,
@@ -460,6 +469,8 @@ cdef class Walker:
                 nChw16c loops the pixels as rows and a pixel's channel blocks across them,
                 so every item copies a grid of fixed-size runs. Positions must grow along
                 it (weight >= 1)                                                 # IN
+    grid_chunk -- rows a pass where the grid's padded columns take a pass each (0: all
+                the item's rows at once)                                         # IN
     """
     cdef NodeList p
     cdef Rows R
@@ -467,7 +478,8 @@ cdef class Walker:
     cdef readonly bint nt       # streaming stores, as the plan decided
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
-                 const int64_t[::1] rows, bint nt, bint slab=False, cross=None):
+                 const int64_t[::1] rows, bint nt, bint slab=False, cross=None,
+                 int64_t grid_chunk=0):
         cdef int last
         cdef int64_t[::1] cr
         _check_itemsize(itemsize)
@@ -491,6 +503,9 @@ cdef class Walker:
                 raise ValueError("cross: the run is not contiguous on both sides, or a slab "
                                  "was asked too")
             self.R.cn, self.R.css, self.R.cds, self.R.cdim, self.R.cw = cr[0], cr[1], cr[2], cr[3], cr[4]
+        if grid_chunk < 0:
+            raise ValueError("grid_chunk must be >= 0 rows (0: all rows a pass)")
+        self.R.chunk = grid_chunk
         self.itemsize, self.nt = itemsize, nt
 
     @property

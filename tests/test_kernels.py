@@ -209,6 +209,7 @@ GRID_MOVES = [
     ("acdb", "aBcd16b", (2, 64, 5, 7)),         # 4 whole columns
     ("acdb", "aBcd16b", (1, 48, 7, 9)),         # 63 pixels: streamed lines leave a tail
     ("acdb", "aBcd16b", (2, 35, 0, 3)),
+    ("acdb", "aBcd16b", (16, 19, 20, 25)),      # 500 pixels an item: passes of 8 KiB of src
     ("acdb", "aBcd16b", (3, 40, 1, 2)),
     ("aBcd16b", "acdb", (2, 19, 5, 7)),
     ("aBcd16b", "acdb", (2, 64, 3, 5)),
@@ -316,7 +317,7 @@ def test_streamed_tiles_match_reference_at_every_alignment(simd, stag, dtag, dim
 
 def test_grid_cross_refused():
     """The walker refuses a cross node with a bad extent, dim or weight, one asked beside a
-    slab, and one over a run that is not contiguous on both sides."""
+    slab, one over a run that is not contiguous on both sides, and a negative grid chunk."""
     nodes = np.array([[8, 16, 16, -1, 1], [16, 1, 1, -1, 1]], np.int64)
     checked = np.zeros((0, 3), np.int64)
     rows = np.array([8, 64, 16, 8, 16], np.int64)
@@ -333,6 +334,8 @@ def test_grid_cross_refused():
     strided = np.array([[16, 2, 1, -1, 1]], np.int64)
     with pytest.raises(ValueError, match="cross"):
         _kernels.Walker(4, strided, checked, rows, False, False, np.array([4, 16, 128, -1, 1]))
+    with pytest.raises(ValueError, match="grid_chunk"):
+        _kernels.Walker(4, nodes[1:], checked, rows, False, False, np.array([4, 16, 128, -1, 1]), -1)
 
 
 # A padded block on an unchanged layout (nChw16c -> nChw16c at C=19): the walker moves a

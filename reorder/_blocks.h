@@ -503,9 +503,10 @@ static int blk_interleave4_vbmi(const blk_t* b, const char* in, char* out, int t
     if (gsize == 0) return 0;
     const __m512i i0 = _mm512_loadu_si512((const void*)ix);
     if (gsize == 64) {
-        for (int64_t k = 0; k < n; k += 64)
-            _mm512_storeu_si512((void*)(out + k),
-                                _mm512_permutexvar_epi8(i0, _mm512_loadu_si512((const void*)(in + k))));
+        for (int64_t k = 0; k < n; k += 64) {
+            const __m512i v = _mm512_loadu_si512((const void*)(in + k));
+            _mm512_storeu_si512((void*)(out + k), _mm512_permutexvar_epi8(i0, v));
+        }
     } else {
         const __m512i i1 = _mm512_loadu_si512((const void*)(ix + 64));
         for (int64_t k = 0; k < n; k += 128) {

@@ -707,14 +707,14 @@ static int copy_grid_pair(char* d, const char* s, int64_t nr, int64_t rss, int64
  * nv0 and nv1 valid bytes, the rest zeros (nChw8c -> nChw16c at C=19: dst's last block takes
  * src's block of 3 channels and one past the data): each column's 64 bytes load under its
  * run mask repeated, and a column with no data loads nothing. The per-run masked copies
- * this replaces stored 8 bytes at a time. Needs AVX-512BW; returns 0, having written
- * nothing, for other shapes. */
+ * this replaces stored 8 bytes at a time. The caller checks AVX-512BW; returns 0, having
+ * written nothing, for other shapes. */
 __attribute__((target("avx512f,avx512bw")))
 static int copy_grid_pair_part(char* d, const char* s, int64_t nr, int64_t rss, int64_t rds,
                                int64_t css, int64_t cds, int64_t nbytes, int64_t nv0,
                                int64_t nv1, int nt) {
     if (!(nbytes == 8 || nbytes == 16) || cds != nbytes || rds != 2 * nbytes || rss != nbytes
-            || nr < 64 / nbytes || reorder_simd_disabled || !reorder_have_avx512bw())
+            || nr < 64 / nbytes)
         return 0;
     const int64_t k = 64 / nbytes, q = nbytes / 8, whole = nr - nr % k;
     uint64_t m0 = (1ULL << nv0) - 1, m1 = (1ULL << nv1) - 1;    /* nv < 64 */
@@ -745,7 +745,8 @@ static inline int copy_grid_pair_padded(char* d, const char* s, int64_t nr, int6
                                         int64_t rds, int64_t css, int64_t cds, int64_t nbytes,
                                         int64_t nv0, int64_t nv1, int nt) {
 #if REORDER_X86
-    return copy_grid_pair_part(d, s, nr, rss, rds, css, cds, nbytes, nv0, nv1, nt);
+    return !reorder_simd_disabled && reorder_have_avx512bw()
+        && copy_grid_pair_part(d, s, nr, rss, rds, css, cds, nbytes, nv0, nv1, nt);
 #else
     (void)d; (void)s; (void)nr; (void)rss; (void)rds; (void)css; (void)cds; (void)nbytes;
     (void)nv0; (void)nv1; (void)nt;

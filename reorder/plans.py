@@ -62,9 +62,10 @@ class Plan:
         # whether it streams on one)
         self._stream_upto = tuple(st.kernel.stream_threads(st.problem, st.runner, stream_min_bytes)
                                   for st in self.steps)
-        # one step: __call__ runs it directly (with the plan's own conversion values) once the
-        # arrays pass the bind checks inline (a small tensor's call is mostly this overhead). The source's
-        # bytes from its data pointer (lo, hi) and the output's size give the overlap test.
+        # one step: __call__ runs it directly (with the plan's own conversion values) once
+        # the arrays pass the bind checks inline (a small tensor's call is mostly this
+        # overhead). The source's bytes from its data pointer (lo, hi) and the output's size
+        # give the overlap test.
         self._direct = (self._runners[0].run, self._stream_upto[0], self._values) \
             if self.via is None and not self._reads_dst else None
         shape, size = self._in_shape or (), src.dtype.itemsize

@@ -1,7 +1,8 @@
 """The block kernel (conv weights blocked in two dims: OIhw16i16o, OIhw4i16o4i, ...): every
 element size, both directions, against the independent reference bit for bit (padding
 included), on the AVX-512, AVX2 and portable paths, streaming forced on and off, 1-3
-threads, and the plan must pick the kernel where it is meant to run, so a planner change cannot bypass it."""
+threads, and the plan must pick the kernel where it is meant to run, so a planner change
+cannot bypass it."""
 import numpy as np
 import pytest
 

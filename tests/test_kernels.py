@@ -335,7 +335,8 @@ def test_grid_cross_refused():
     with pytest.raises(ValueError, match="cross"):
         _kernels.Walker(4, strided, checked, rows, False, False, np.array([4, 16, 128, -1, 1]))
     with pytest.raises(ValueError, match="grid_chunk"):
-        _kernels.Walker(4, nodes[1:], checked, rows, False, False, np.array([4, 16, 128, -1, 1]), -1)
+        _kernels.Walker(4, nodes[1:], checked, rows, False, False, np.array([4, 16, 128, -1, 1]),
+                        -1)
 
 
 # A padded block on an unchanged layout (nChw16c -> nChw16c at C=19): the walker moves a

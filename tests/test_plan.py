@@ -176,10 +176,11 @@ def test_plan_caches_under_eight_python_threads(monkeypatch):
     assert not errors, errors[:5]
 
 
-@pytest.mark.parametrize("dims,src,dst,dtype,scale", [((2, 3, 4, 5), "nchw", "nhwc", "f32", None),
-                                                      ((2, 19, 3, 5), "nchw", "nChw16c", "s8", None),
-                                                      ((17, 16, 3, 3), "oihw", "OIhw4i16o4i", "bf16", None),
-                                                      ((2, 19, 3, 5), "nchw", "nChw16c", "f32", 4.0)])
+@pytest.mark.parametrize("dims,src,dst,dtype,scale", [
+    ((2, 3, 4, 5), "nchw", "nhwc", "f32", None),
+    ((2, 19, 3, 5), "nchw", "nChw16c", "s8", None),
+    ((17, 16, 3, 3), "oihw", "OIhw4i16o4i", "bf16", None),
+    ((2, 19, 3, 5), "nchw", "nChw16c", "f32", 4.0)])
 def test_call_beside_and_over_its_source(dims, src, dst, dtype, scale):
     """A call runs its single step directly (a conversion with the plan's own scale too)
     once the arrays pass the checks inline: an out that ends where x begins, or begins where

@@ -34,8 +34,8 @@ DIMS = [(1, 1, 1, 1), (3, 15, 3, 3), (16, 16, 3, 3), (17, 33, 5, 5), (33, 17, 7,
         (15, 3, 1, 1), (32, 64, 1, 1), (200, 120, 3, 3), (0, 16, 3, 3)]
 
 
-# the block kernel has an AVX-512 path (F, BW, VBMI: byte tiles 64 columns wide, the il = 4
-# interleave of 16- and 32-byte rows as byte permutes), an AVX2 one and the portable one
+# the block kernel has an AVX-512 path (F, BW, VBMI: the il = 4 interleave of 16- and
+# 32-byte rows as byte permutes, the AVX2 tiles otherwise), an AVX2 one and the portable one
 simd = kernel_paths("avx512", "avx2")
 
 

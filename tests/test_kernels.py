@@ -202,8 +202,8 @@ def test_tile_tails_match_reference(simd, streaming, stag, dtag, dims, dtype):
 # (nhwc <-> nChw16c, nChw8c <-> nChw16c): the walker loops the pixels as rows and the blocks
 # across each row, a grid of fixed-size copies; padded columns go through masked loads (two
 # columns interleaved in dst, 8- or 16-byte runs: one masked pass), and streamed stores fill
-# whole dst lines. The source's padding holds random bits and dst
-# starts as 0x5A, so a leaked, missed or misplaced lane shows in the bytes.
+# whole dst lines. The source's padding holds random bits and dst starts as 0x5A, so a
+# leaked, missed or misplaced lane shows in the bytes.
 GRID_MOVES = [
     ("acdb", "aBcd16b", (2, 19, 5, 7)),         # a column of 3 lanes, 13 zeros
     ("acdb", "aBcd16b", (2, 64, 5, 7)),         # 4 whole columns

@@ -85,6 +85,7 @@ def cpu_features():
 cdef extern from "_simd.h" nogil:
     ctypedef struct rows_t:
         int64_t nlo, dlo, dhi
+        int ahead
     ctypedef struct arows_t:
         int64_t nlo, slo, shi, nv_lo, nw_lo, nv_hi, nw_hi
     int reorder_simd_disabled
@@ -238,6 +239,7 @@ cdef class Transpose:
                 nlo, dlo, dhi): row b of B is at dst (b // nlo) * dhi + (b % nlo) * dlo,
                 or b * dlo when nlo is 0; weight/dim belong to the checked node    # IN
     nt       -- stream (non-temporal) stores                                    # IN
+    ahead    -- byte tiles fetch the dst lines of their next row group early     # IN
     """
     cdef NodeList p
     cdef TileA A
@@ -246,7 +248,7 @@ cdef class Transpose:
     cdef readonly bint nt       # streaming stores, as the plan decided
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
-                 const int64_t[::1] a, const int64_t[::1] b, bint nt):
+                 const int64_t[::1] a, const int64_t[::1] b, bint nt, bint ahead=False):
         _check_itemsize(itemsize)
         fill_nodes(&self.p, nodes, checked)
         if self.p.ds[self.p.n - 1] != 1 or b.shape[0] != 9 or b[5] < 1 or b[6] < 0 \
@@ -259,7 +261,14 @@ cdef class Transpose:
         self.B.n, self.B.w, self.B.valid, self.B.alloc = b[0], b[1], b[2], b[3]
         self.B.dim, self.B.slice = <int>b[4], b[5]
         self.B.rows.nlo, self.B.rows.dlo, self.B.rows.dhi = b[6], b[7], b[8]
+        self.B.rows.ahead = ahead
         self.itemsize, self.nt = itemsize, nt
+
+    @property
+    def ahead(self):
+        """Whether byte tiles fetch the dst lines of their next row group early (the plan's
+        choice)."""
+        return bool(self.B.rows.ahead)
 
     @property
     def slice(self):
@@ -633,6 +642,7 @@ cdef class Blocks:
     shape    -- (R, C, il, plain row stride, to_blocked, row dim or -1, row weight,
                 column dim or -1, columns per column-dim step)                   # IN
     nt       -- stream (non-temporal) stores                                    # IN
+    ahead    -- byte tiles fetch the dst lines of their next row group early     # IN
     """
     cdef NodeList p
     cdef blk_t b

@@ -30,7 +30,10 @@
 
 #define TILE 16
 
-typedef struct { int64_t nlo, dlo, dhi; } rows_t;
+/* B rows in dst: row b at b * dlo (nlo == 0) or (b / nlo) * dhi + (b % nlo) * dlo. `ahead`:
+ * the byte tiles fetch the lines their next row group writes a group early (the plan's
+ * choice: the dst lies in L3, its rows too far apart for the hardware to fetch them). */
+typedef struct { int64_t nlo, dlo, dhi; int ahead; } rows_t;
 static inline int64_t row_off(const rows_t* r, int64_t b) {
     return r->nlo == 0 ? b * r->dlo : (b / r->nlo) * r->dhi + (b % r->nlo) * r->dlo;
 }

@@ -81,8 +81,8 @@ REORDER_EDGE(uint16_t)
  * `run` with pointer strides, and their columns from bfull on element-wise; returns afast,
  * where the general loop of the tile takes over. */
 #define REORDER_NARROW_UNIFORM(T)                                                           \
-typedef void (*uniform_##T##_fn)(const T* src, int64_t slo, int64_t na, T* dst, int64_t dlo, \
-                                 int64_t b0s, int64_t bfull, int nt);                      \
+typedef void (*uniform_##T##_fn)(const T* src, int64_t slo, int64_t na, T* dst,          \
+                                 const rows_t* rows, int64_t b0s, int64_t bfull, int nt);  \
 /* `run` over the uniform rows, and over the overlapping tail block (uniform_tail) when    \
  * there is one; returns the rows done (0 or na when nothing is left for the tile). */     \
 static inline int64_t uniform_rows_run_##T(uniform_##T##_fn run, int blk, const T* src,    \
@@ -91,10 +91,10 @@ static inline int64_t uniform_rows_run_##T(uniform_##T##_fn run, int blk, const 
                                            int64_t nbw, int nt) {                          \
     int64_t afast = uniform_rows(A, rows, na, blk);                                        \
     if (!afast) return 0;                                                                  \
-    run(src, A->slo, afast, dst, rows->dlo, bs, bfull, nt);                                \
+    run(src, A->slo, afast, dst, rows, bs, bfull, nt);                                        \
     int64_t tail = uniform_tail(A, na, afast, blk, bfull == nbw, nt);                      \
     if (tail < 0) return afast;                                                            \
-    run(src + tail * A->slo, A->slo, blk, dst + tail, rows->dlo, bs, bfull, nt);           \
+    run(src + tail * A->slo, A->slo, blk, dst + tail, rows, bs, bfull, nt);                   \
     return na;                                                                             \
 }                                                                                          \
 static inline int64_t narrow_uniform_##T(uniform_##T##_fn run, int blk, const T* src,      \
@@ -161,7 +161,8 @@ static inline void load_row_pairs(__m256i* r, int h, const void* src, const int6
 
 __attribute__((target("avx2"))) REORDER_ROW_LOOP
 static void square_u16_uniform(const uint16_t* src, int64_t slo, int64_t na, uint16_t* dst,
-                               int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
+                               const rows_t* rows, int64_t b0s, int64_t bfull, int nt) {
+    const int64_t dlo = rows->dlo;
     __m256i r[16];
     for (int64_t a0 = 0; a0 < na; a0 += 16)
         for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
@@ -209,7 +210,8 @@ static void tile_avx2_u16_square(const uint16_t* src, const arows_t* A, int64_t 
  * column register j is 16 words of dst row b0 + j. */
 __attribute__((target("avx2"))) REORDER_ROW_LOOP
 static void tall_u16_uniform(const uint16_t* src, int64_t slo, int64_t na, uint16_t* dst,
-                             int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
+                             const rows_t* rows, int64_t b0s, int64_t bfull, int nt) {
+    const int64_t dlo = rows->dlo;
     __m256i r[8];
     (void)nt;
     for (int64_t a0 = 0; a0 < na; a0 += 16)
@@ -253,7 +255,8 @@ static void tile_avx2_u16_tall(const uint16_t* src, const arows_t* A, int64_t na
 /* 16 rows x 16 columns: row register i holds tile rows i and 8 + i. */
 __attribute__((target("avx2"))) REORDER_ROW_LOOP
 static void square_u8_uniform(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
-                              int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
+                              const rows_t* rows, int64_t b0s, int64_t bfull, int nt) {
+    const int64_t dlo = rows->dlo;
     __m256i r[8];
     for (int64_t a0 = 0; a0 < na; a0 += 16)
         for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
@@ -265,23 +268,30 @@ static void square_u8_uniform(const uint8_t* src, int64_t slo, int64_t na, uint8
 
 /* The same tiles for an A of 64 rows or more (nchw -> nhwc: the channels). Four row blocks
  * go together at each column step, so each dst row gets a whole 64-byte line at once rather
- * than 16 bytes of it a pass over the B slice (docs/kernels.md). */
+ * than 16 bytes of it a pass over the B slice; with rows->ahead each group fetches the
+ * next one's lines first (docs/kernels.md). */
 __attribute__((target("avx2"))) REORDER_ROW_LOOP
 static void square_u8_grouped(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
-                              int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
+                              const rows_t* rows, int64_t b0s, int64_t bfull, int nt) {
+    const int64_t dlo = rows->dlo;
     __m256i r[8];
     if (na < 64) {
-        square_u8_uniform(src, slo, na, dst, dlo, b0s, bfull, nt);
+        square_u8_uniform(src, slo, na, dst, rows, b0s, bfull, nt);
         return;
     }
     for (int64_t a1 = 0; a1 < na; a1 += 64) {
         int64_t ae = na - a1 < 64 ? na : a1 + 64;
-        for (int64_t b0 = 0; b0 < bfull; b0 += 16)
+        const int ahead = rows->ahead && a1 + 128 <= na;
+        for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
+            if (ahead)              /* the next group's 16 lines at these columns */
+                for (int j = 0; j < 16; j++)
+                    _mm_prefetch((const char*)(dst + (b0s + b0 + j) * dlo + a1 + 64), _MM_HINT_T0);
             for (int64_t a0 = a1; a0 < ae; a0 += 16) {
                 load_row_pairs_strided(r, 8, src + a0 * slo + b0, slo);
                 avx2_tr16x16_epi8(r);
                 avx2_store_tr16x16_epi8(dst + (b0s + b0) * dlo + a0, dlo, r, nt);
             }
+        }
     }
 }
 
@@ -320,7 +330,8 @@ static void tile_avx2_u8_square(const uint8_t* src, const arows_t* A, int64_t na
  * is 32 bytes of dst row b0 + j. */
 __attribute__((target("avx2"))) REORDER_ROW_LOOP
 static void tall_u8_uniform(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
-                            int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
+                            const rows_t* rows, int64_t b0s, int64_t bfull, int nt) {
+    const int64_t dlo = rows->dlo;
     __m256i r[16];
     (void)nt;
     for (int64_t a0 = 0; a0 < na; a0 += 32)

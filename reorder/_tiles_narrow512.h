@@ -63,7 +63,8 @@ static inline void store_line(void* d, __m512i v, int nt) {
  * cost as much as the transposes themselves here (docs/kernels.md). ---------------------- */
 N512_TARGET REORDER_ROW_LOOP
 static void wide_u16_uniform(const uint16_t* src, int64_t slo, int64_t na, uint16_t* dst,
-                             int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
+                             const rows_t* rows, int64_t b0s, int64_t bfull, int nt) {
+    const int64_t dlo = rows->dlo;
     __m512i x[16], p[8], q[8];
     for (int64_t a0 = 0; a0 < na; a0 += 16)
         for (int64_t b0 = 0; b0 < bfull; b0 += 32) {
@@ -102,7 +103,8 @@ static void wide_u16_uniform(const uint16_t* src, int64_t slo, int64_t na, uint1
 
 N512_TARGET REORDER_ROW_LOOP
 static void tall_u16_uniform512(const uint16_t* src, int64_t slo, int64_t na, uint16_t* dst,
-                                int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
+                                const rows_t* rows, int64_t b0s, int64_t bfull, int nt) {
+    const int64_t dlo = rows->dlo;
     __m512i r[16];
     int st = nt && ((dlo * 2) & 63) == 0;
     for (int64_t a0 = 0; a0 < na; a0 += 32)

@@ -25,6 +25,11 @@ _STREAM_MIN_RUN_BYTES = 1024
 # comes (nchw -> nhwc: A = c). Streamed lines do not stay in any cache: there the slices are
 # as long as the thread split allows, which keeps the source rows' reads long (docs/kernels.md).
 TILE_DST_BYTES = 128 << 10
+# Byte tiles with cached stores fetch the dst lines of their next row group early when source
+# and destination together reach this fraction of the streaming threshold (an eighth of the
+# L3 by default): there the lines come from L3, from rows too far apart for the hardware
+# prefetchers; below it they are mostly in L2 and the fetches only cost (docs/kernels.md).
+TILE_AHEAD_FRACTION = 4
 
 
 def _node_array(nodes):
@@ -340,7 +345,10 @@ class TransposeKernel(Kernel):
             ha = prob.nodes[ia]
             hv, hp = limits.get(ha.dim, (0, 0))
             avec = np.array([ha.extent, ha.ss, ha.weight, hv, hp, ha.dim], dtype=np.int64)
-        return _kernels.Transpose(prob.itemsize, nodes, _checked_array(prob), avec, bvec, nt)
+        ahead = not nt and prob.itemsize == 1 \
+            and prob.moved_bytes >= stream_min_bytes // TILE_AHEAD_FRACTION
+        return _kernels.Transpose(prob.itemsize, nodes, _checked_array(prob), avec, bvec, nt,
+                                  ahead)
 
 
 class GenericKernel(Kernel):

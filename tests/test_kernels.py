@@ -198,6 +198,37 @@ def test_tile_tails_match_reference(simd, streaming, stag, dtag, dims, dtype):
         assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.runners[0].tile)
 
 
+# Byte tiles of 64-row groups whose dst lies in L3 fetch the next group's lines early: the
+# plan turns it on from a quarter of the streaming threshold while stores stay cached.
+AHEAD_TILES = [
+    ("abcd", "acdb", (2, 200, 5, 16)),      # A = 200 channels: groups at 0, 64 fetch ahead
+    ("acdb", "abcd", (1, 80, 10, 13)),      # A = 130 pixels: the first group fetches ahead
+    ("abcd", "acdb", (3, 130, 2, 20)),      # B = 40 pixels: a ragged edge after the tiles
+]
+
+
+@pytest.mark.parametrize("dtype", ["s8", "u8"])
+@pytest.mark.parametrize("stag,dtag,dims", AHEAD_TILES,
+                         ids=[f"{s}-{d}-{'x'.join(map(str, n))}" for s, d, n in AHEAD_TILES])
+def test_byte_tiles_fetching_ahead_match_reference(stag, dtag, dims, dtype):
+    src = ro.Desc(dims, dtype, stag)
+    x = np.random.default_rng(sum(dims)).integers(0, 256, src.nbytes, dtype=np.uint8) \
+        .view(np.int8 if dtype == "s8" else np.uint8).reshape(src.physical_shape)
+    keep = x.copy()
+    expected = ref_reorder(x.reshape(-1), dims, stag, dtag).reshape(ref_physical_shape(dims, dtag))
+    moved = 2 * src.nbytes
+    for threshold, ahead in ((2 * moved, True), (4 * moved + 4, False), (moved, False)):
+        p = cached_plan(src, ro.Desc(dims, dtype, dtag), stream_min_bytes=threshold)
+        r = p.runners[0]
+        assert p.kernel == "transpose" and r.ahead == ahead and r.nt == (threshold <= moved), \
+            (threshold, p.explain())
+        for threads in (1, 2):
+            out = np.full(p.dst.nbytes, 0x5A, np.uint8).view(x.dtype).reshape(p.dst.physical_shape)
+            p(x, out=out, threads=threads)
+            assert np.array_equal(uint_view(out), uint_view(expected)), (threads, r.tile)
+    assert np.array_equal(x, keep)
+
+
 # Short runs contiguous on both sides, one node continuing them in src and another in dst
 # (nhwc <-> nChw16c, nChw8c <-> nChw16c): the walker loops the pixels as rows and the blocks
 # across each row, a grid of fixed-size copies; padded columns go through masked loads (two

@@ -116,6 +116,16 @@ RQ_TGT static inline __m512 rq_ld_u8(const void* p, __mmask16 k) {
 RQ_TGT static inline __m512 rq_ld_s32(const void* p, __mmask16 k) {
     return _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(k, p));
 }
+/* 16 words already in a register -> f32: the 16-bit sources' loads without the load */
+RQ_TGT static inline __m512 rq_widen_bf16(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+RQ_TGT static inline __m512 rq_widen_f16(__m256i h) { return _mm512_cvtph_ps(h); }
+#define rq_widen_f32(h) _mm512_setzero_ps()
+#define rq_widen_f64(h) _mm512_setzero_ps()
+#define rq_widen_s8(h) _mm512_setzero_ps()
+#define rq_widen_u8(h) _mm512_setzero_ps()
+#define rq_widen_s32(h) _mm512_setzero_ps()
 
 /* ---- stores: f32 vector -> 16 elements; lanes outside k are written as 0 ---------------- */
 #define RQ_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
@@ -609,6 +619,33 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
                                         _mm512_castsi512_si256(w[j]));                          \
                     _mm256_storeu_si256((__m256i*)(d0 + (2 * j + 1) * dstep),                   \
                                         _mm512_extracti64x4_epi64(w[j], 1));                    \
+                }                                                                               \
+            }                                                                                   \
+            continue;                                                                           \
+        }                                                                                       \
+        if (MODE == RQ_PURE && RQ_W16_##SN && RQ_F32_##ST && lanes == 0xffffu) {               \
+            /* 16-bit sources to f32: the words transposed first, two rows a register (24      \
+               permutes where the f32 transpose takes 64 shuffles), then each column widened */ \
+            __m512i w[8];                                                                       \
+            _Pragma("GCC unroll 8")                                                             \
+            for (int k = 0; k < 8; k++)                                                         \
+                w[k] = _mm512_inserti64x4(                                                      \
+                    _mm512_castsi256_si512(_mm256_loadu_si256(                                  \
+                        (const __m256i*)(rows[2 * k] + b0 * SSIZE))),                           \
+                    _mm256_loadu_si256((const __m256i*)(rows[2 * k + 1] + b0 * SSIZE)), 1);     \
+            tr16x16_w16(w);                                                                     \
+            char* d0 = dst + b0 * dstep;                                                        \
+            const int st = nt && ((uintptr_t)d0 & 63) == 0 && (dstep & 63) == 0;               \
+            _Pragma("GCC unroll 8")                                                             \
+            for (int j = 0; j < 8; j++) {                                                       \
+                const __m512 lo = rq_widen_##SN(_mm512_castsi512_si256(w[j]));                  \
+                const __m512 hi = rq_widen_##SN(_mm512_extracti64x4_epi64(w[j], 1));            \
+                if (st) {                                                                       \
+                    _mm512_stream_ps((float*)(d0 + 2 * j * dstep), lo);                         \
+                    _mm512_stream_ps((float*)(d0 + (2 * j + 1) * dstep), hi);                   \
+                } else {                                                                        \
+                    _mm512_storeu_ps((float*)(d0 + 2 * j * dstep), lo);                         \
+                    _mm512_storeu_ps((float*)(d0 + (2 * j + 1) * dstep), hi);                   \
                 }                                                                               \
             }                                                                                   \
             continue;                                                                           \

@@ -226,6 +226,25 @@ def test_tiles(sdt, ddt, dims, stag, dtag, runner, mode):
               path=expected_path(mode, ddt), **kw)
 
 
+# 16-bit sources to f32 through the tiles: full chunks of a lane group transpose the words
+# and widen each column (the AVX-512 body); lanes at one stride (nChw16c -> nchw) and from a
+# table of two strides (OIhw4i16o4i: a group is 4 i by 4 o), columns in far and near planes.
+WORD_TILES = [((2, 40, 4, 8), "aBcd16b", "abcd"),           # C=40: a last block of 8
+              ((1, 32, 48, 48), "aBcd16b", "abcd"),         # 2304 lanes
+              ((2, 48, 3, 5), "abcd", "acdb"),              # 15 columns: a partial chunk
+              ((40, 24, 3, 3), "abcd", "ABcd4b16a4b")]      # padded O and I
+
+
+@pytest.mark.parametrize("dims,stag,dtag", WORD_TILES,
+                         ids=[f"{'x'.join(map(str, d))}-{s}-{t}" for d, s, t in WORD_TILES])
+@pytest.mark.parametrize("sdt", ["bf16", "f16"])
+def test_word_tiles_widen_after_the_transpose(sdt, dims, stag, dtag, mode):
+    rng = np.random.default_rng(sum(dims) + len(sdt))
+    src = qr.place(source_values(sdt, math.prod(dims), rng), dims, stag, sdt)
+    check(src, dims, stag, dtag, sdt, "f32", runner="ConvertTile", path=expected_path(mode, "f32"))
+    check(src, dims, stag, dtag, sdt, "f32", runner="ConvertTile", src_scales=0.5)
+
+
 def test_tiles_per_lane_scales_and_sum(mode):
     """Per-channel scales vary across the 16 lanes of a tile; sum reads the old destination
     through the transposed path."""

@@ -424,6 +424,13 @@ static inline int rq_full_groups(const uint16_t* lanes, int64_t g, int64_t n) {
     for (int64_t i = 0; i < n; i++) all &= lanes[g + i];
     return all == 0xffff;
 }
+/* whether a position's lane groups all go in pairs: 16-bit outputs two groups at a time (the
+   plan's choice), an even number of groups, every lane valid, whole chunks of columns and no
+   padding columns */
+static inline int rq_pairs_fit(const rq_block_t* k) {
+    return k->groups == 2 && k->ngroups % 2 == 0 && k->nbv == k->nbw && k->nbv > 0
+           && k->nbv % 16 == 0 && rq_full_groups(k->lanes, 0, k->ngroups);
+}
 /* all lane groups of one outer position (see rq_block_t), the body compiled for MODE; 1-byte
    outputs four groups at a time and 16-bit ones two, where the plan asks */
 #define RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, MODE)                                          \
@@ -742,6 +749,15 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
         _mm512_storeu_si512(acc, _mm512_add_epi32(old, vacc));                                  \
     }                                                                                           \
 }                                                                                               \
+/* Every lane group of a position in pairs (16-bit outputs, no arithmetic, see rq_pairs_fit):   \
+   its own function, so that the loop keeps its few pointers in registers where the tile        \
+   body's state spills them (docs/kernels.md). */                                               \
+TGT static __attribute__((noinline)) void                                                       \
+rq_pairs_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB,               \
+                     int64_t npairs, int64_t nbv, int nt) {                                     \
+    for (int64_t g = 0; g < npairs; g++, soff += 32, dst += 64)                                 \
+        rq_tile2_##SN##_##DN(src, soff, dst, dB, nbv, nt);                                      \
+}                                                                                               \
 /* bodies with a scale only where a side is 1-byte (the int8 activations): the others take      \
    RQ_ANY, which keeps the code size down */                                                    \
 TGT static void rq_block_##SN##_##DN(const void* src, void* dst, const rq_block_t* k,           \
@@ -751,7 +767,13 @@ TGT static void rq_block_##SN##_##DN(const void* src, void* dst, const rq_block_
             || ((mode == RQ_DSCALE || mode == RQ_DSCALE_ZP) && !RQ_B8_##ST))                    \
         mode = RQ_ANY;                                                                          \
     switch (mode) {                                                                             \
-    case RQ_PURE: RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_PURE); break;                     \
+    case RQ_PURE:                                                                               \
+        if (RQ_W16_##ST && rq_pairs_fit(k)) {                                                   \
+            rq_pairs_##SN##_##DN((const char*)src, k->soff, (char*)dst, k->dB, k->ngroups / 2,  \
+                                 k->nbv, (int)k->nt);                                           \
+            break;                                                                              \
+        }                                                                                       \
+        RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_PURE); break;                               \
     case RQ_SSCALE: if (RQ_B8_##SN) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_SSCALE); break; \
     case RQ_DSCALE: if (RQ_B8_##ST) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_DSCALE); break; \
     case RQ_DSCALE_ZP:                                                                          \

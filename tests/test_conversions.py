@@ -1138,6 +1138,33 @@ def test_tiles_of_bytes_and_words(stag, dtag, dims, bext, sdt, ddt, kw, stream, 
     check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng)
 
 
+# 16-bit outputs without arithmetic, lane groups in pairs: a position whose groups are all
+# whole (an even number, every lane valid, whole chunks of columns) runs them in one loop of
+# its own; the others (an odd count, a padded block's lanes, a partial chunk) take the
+# group-at-a-time body, and every case ends in the same bytes as the reference.
+WORD_PAIRS = [
+    ("aBcd16b", "abcd", (1, 32, 48, 48)),       # 144 groups a position
+    ("aBcd16b", "abcd", (2, 40, 4, 8)),         # the last block's 8 channels: group body
+    ("aBcd16b", "abcd", (1, 16, 6, 8)),         # 3 groups: odd
+    ("abcd", "acdb", (2, 64, 7, 16)),           # 4 groups a plane apart, 112 columns
+    ("abcd", "acdb", (2, 32, 3, 7)),            # 21 columns: a partial chunk after one whole
+]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["cached-stores", "streaming-stores"])
+@pytest.mark.parametrize("ddt", ["bf16", "f16"])
+@pytest.mark.parametrize("stag,dtag,dims", WORD_PAIRS, ids=lambda v: "x".join(map(str, v))
+                         if isinstance(v, tuple) else v)
+def test_word_tiles_in_pairs(stag, dtag, dims, ddt, stream, simd):
+    rng = np.random.default_rng(zlib.crc32(f"{stag} {dims} {ddt}".encode()))
+    sdesc, ddesc = ro.Desc(dims, "f32", stag), ro.Desc(dims, ddt, dtag)
+    src = qr.place(values_for("f32", math.prod(dims), rng), dims, stag, "f32")
+    p = cached_plan(sdesc, ddesc, None, make_attrs(), 0 if stream else 1 << 62)
+    assert type(p.runners[0]).__name__ == "ConvertTile" and p.runners[0].groups == 2, \
+        p.explain()
+    check_plan(p, src, stag, dtag, sdesc, ddesc, {}, rng, fill=0x5A)
+
+
 # f32 columns of the tiles, streamed when the plan streams: from 1-byte sources only in far
 # planes (problem.FAR_PLANE_BYTES), from wider ones wherever the lines are whole;
 # widened, on more than one thread only where a lane group writes many far planes. (nt,

@@ -642,7 +642,6 @@ cdef class Blocks:
     shape    -- (R, C, il, plain row stride, to_blocked, row dim or -1, row weight,
                 column dim or -1, columns per column-dim step)                   # IN
     nt       -- stream (non-temporal) stores                                    # IN
-    ahead    -- byte tiles fetch the dst lines of their next row group early     # IN
     """
     cdef NodeList p
     cdef blk_t b

@@ -91,10 +91,10 @@ static inline int64_t uniform_rows_run_##T(uniform_##T##_fn run, int blk, const 
                                            int64_t nbw, int nt) {                          \
     int64_t afast = uniform_rows(A, rows, na, blk);                                        \
     if (!afast) return 0;                                                                  \
-    run(src, A->slo, afast, dst, rows, bs, bfull, nt);                                        \
+    run(src, A->slo, afast, dst, rows, bs, bfull, nt);                                     \
     int64_t tail = uniform_tail(A, na, afast, blk, bfull == nbw, nt);                      \
     if (tail < 0) return afast;                                                            \
-    run(src + tail * A->slo, A->slo, blk, dst + tail, rows, bs, bfull, nt);                   \
+    run(src + tail * A->slo, A->slo, blk, dst + tail, rows, bs, bfull, nt);                \
     return na;                                                                             \
 }                                                                                          \
 static inline int64_t narrow_uniform_##T(uniform_##T##_fn run, int blk, const T* src,      \

@@ -244,7 +244,9 @@ def grid_kind(prob):
             and (lane.dim < 0 or slab_lanes(prob) == 16)
             and lk in (0, 1) and lc == rc == 0 and (rk == 0 or lk == 1)):
         return 0
-    if len(prob.nodes) >= 3 and prob.nodes[-3].dim < 0 and prob.qstrides[-3] == (0, 0):
+    # a padded block's lanes go through the slab's masked rows, which take grid 1 only
+    if lane.dim < 0 and len(prob.nodes) >= 3 and prob.nodes[-3].dim < 0 \
+            and prob.qstrides[-3] == (0, 0):
         return 2
     return 1
 

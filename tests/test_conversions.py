@@ -1138,6 +1138,20 @@ def test_tiles_of_bytes_and_words(stag, dtag, dims, bext, sdt, ddt, kw, stream, 
     check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng)
 
 
+def test_padded_block_lanes_with_whole_steps_before_them():
+    """A padded block's lanes (C=1 of a 16-channel block) with an unchecked node before their
+    rows: the walk takes them as a slab's grid of rows, one call a row set (grid 1), not with
+    the node before (grid 2, which the slab's masked rows do not take). Found by the random
+    layouts below; the plan used to be refused by the kernel."""
+    dims = (2, 1, 2, 2)
+    rng = np.random.default_rng(7)
+    sdesc, ddesc = ro.Desc(dims, "f32", "BCDA16b"), ro.Desc(dims, "f64", "BDCA16b")
+    src = qr.place(values_for("f32", math.prod(dims), rng), dims, "BCDA16b", "f32")
+    for stream in (0, 1 << 62):
+        p = cached_plan(sdesc, ddesc, None, make_attrs(), stream)
+        check_plan(p, src, "BCDA16b", "BDCA16b", sdesc, ddesc, {}, rng, fill=0x5A)
+
+
 # 16-bit outputs without arithmetic, lane groups in pairs: a position whose groups are all
 # whole (an even number, every lane valid, whole chunks of columns) runs them in one loop of
 # its own; the others (an odd count, a padded block's lanes, a partial chunk) take the

@@ -100,12 +100,21 @@ RQ_TGT static inline __m512 rq_ld_f64(const void* p, __mmask16 k) {
     __m256 hi = _mm512_cvtpd_ps(_mm512_maskz_loadu_pd((__mmask8)(k >> 8), (const double*)p + 8));
     return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
 }
+/* 16 words in a register -> f32 (the 16-bit loads below: these after a masked load) */
+RQ_TGT static inline __m512 rq_widen_bf16(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+RQ_TGT static inline __m512 rq_widen_f16(__m256i h) { return _mm512_cvtph_ps(h); }
+#define rq_widen_f32(h) _mm512_setzero_ps()
+#define rq_widen_f64(h) _mm512_setzero_ps()
+#define rq_widen_s8(h) _mm512_setzero_ps()
+#define rq_widen_u8(h) _mm512_setzero_ps()
+#define rq_widen_s32(h) _mm512_setzero_ps()
 RQ_TGT static inline __m512 rq_ld_bf16(const void* p, __mmask16 k) {
-    __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, p));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    return rq_widen_bf16(_mm256_maskz_loadu_epi16(k, p));
 }
 RQ_TGT static inline __m512 rq_ld_f16(const void* p, __mmask16 k) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, p));
+    return rq_widen_f16(_mm256_maskz_loadu_epi16(k, p));
 }
 RQ_TGT static inline __m512 rq_ld_s8(const void* p, __mmask16 k) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, p)));
@@ -116,16 +125,6 @@ RQ_TGT static inline __m512 rq_ld_u8(const void* p, __mmask16 k) {
 RQ_TGT static inline __m512 rq_ld_s32(const void* p, __mmask16 k) {
     return _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(k, p));
 }
-/* 16 words already in a register -> f32: the 16-bit sources' loads without the load */
-RQ_TGT static inline __m512 rq_widen_bf16(__m256i h) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-RQ_TGT static inline __m512 rq_widen_f16(__m256i h) { return _mm512_cvtph_ps(h); }
-#define rq_widen_f32(h) _mm512_setzero_ps()
-#define rq_widen_f64(h) _mm512_setzero_ps()
-#define rq_widen_s8(h) _mm512_setzero_ps()
-#define rq_widen_u8(h) _mm512_setzero_ps()
-#define rq_widen_s32(h) _mm512_setzero_ps()
 
 /* ---- stores: f32 vector -> 16 elements; lanes outside k are written as 0 ---------------- */
 #define RQ_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
@@ -343,11 +342,11 @@ RQ_TR8(u8)
         if (ha) w_ = _mm512_mul_ps(w_, adj);                                                    \
         w_; })
 /* The arithmetic a body is compiled for: none, one src or dst scale alone (int8 activations
-   in and out), a dst scale with a zero point (u8 activations), or any (flags read at run
-   time: their tests in unrolled loops cost more than the conversion). sk / dk: the scales
-   step along a run (rows, grids), whose bodies with a scale take one common value; the
-   tiles read per-lane scale vectors either way and pass 0. */
-enum { RQ_PURE, RQ_SSCALE, RQ_DSCALE, RQ_DSCALE_ZP, RQ_ANY };
+   in and out), a dst or src scale with a zero point (u8 activations out and in), or any
+   (flags read at run time: their tests in unrolled loops cost more than the conversion).
+   sk / dk: the scales step along a run (rows, grids), whose bodies with a scale take one
+   common value; the tiles read per-lane scale vectors either way and pass 0. */
+enum { RQ_PURE, RQ_SSCALE, RQ_DSCALE, RQ_DSCALE_ZP, RQ_SSCALE_ZP, RQ_ANY };
 static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
     const int rest = m->has_szp || m->has_sum || m->has_dzp || m->has_adj;
     if (!(rest || m->has_sscale || m->has_dscale)) return RQ_PURE;
@@ -356,13 +355,18 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
     if (m->has_dscale && m->has_dzp && !dk && !(m->has_szp || m->has_sum || m->has_adj
                                                 || m->has_sscale))
         return RQ_DSCALE_ZP;
+    if (m->has_sscale && m->has_szp && !sk && !(m->has_dzp || m->has_sum || m->has_adj
+                                                || m->has_dscale))
+        return RQ_SSCALE_ZP;
     return RQ_ANY;
 }
-/* the flags of a body compiled for MODE: constants but in RQ_ANY */
+/* the flags of a body compiled for MODE: constants but in RQ_ANY (the rows and grids take
+   RQ_ANY for RQ_SSCALE_ZP: only the tiles have bodies for it) */
 #define RQ_MODE_FLAGS(MODE)                                                                     \
     const int rq_any = (MODE) == RQ_ANY;                                                        \
-    const int hz = rq_any && m->has_szp, hm = rq_any && m->has_sum, ha = rq_any && m->has_adj;  \
-    const int hs = (MODE) == RQ_SSCALE || (rq_any && m->has_sscale);                            \
+    const int hz = (MODE) == RQ_SSCALE_ZP || (rq_any && m->has_szp);                            \
+    const int hm = rq_any && m->has_sum, ha = rq_any && m->has_adj;                             \
+    const int hs = (MODE) == RQ_SSCALE || (MODE) == RQ_SSCALE_ZP || (rq_any && m->has_sscale);  \
     const int hd = (MODE) == RQ_DSCALE || (MODE) == RQ_DSCALE_ZP || (rq_any && m->has_dscale);  \
     const int hdz = (MODE) == RQ_DSCALE_ZP || (rq_any && m->has_dzp);
 #define RQ_CV_f16 rq_cv_f16
@@ -424,13 +428,36 @@ static inline int rq_full_groups(const uint16_t* lanes, int64_t g, int64_t n) {
     for (int64_t i = 0; i < n; i++) all &= lanes[g + i];
     return all == 0xffff;
 }
-/* whether a position's lane groups all go in pairs: 16-bit outputs two groups at a time (the
-   plan's choice), an even number of groups, every lane valid, whole chunks of columns and no
-   padding columns */
-static inline int rq_pairs_fit(const rq_block_t* k) {
-    return k->groups == 2 && k->ngroups % 2 == 0 && k->nbv == k->nbw && k->nbv > 0
-           && k->nbv % 16 == 0 && rq_full_groups(k->lanes, 0, k->ngroups);
+/* whole chunks of columns, no padding columns, every lane of the position valid */
+static inline int rq_whole(const rq_block_t* k) {
+    return k->nbv == k->nbw && k->nbv > 0 && k->nbv % 16 == 0
+           && rq_full_groups(k->lanes, 0, k->ngroups);
 }
+/* whether a whole position's lane groups go in pairs (16-bit outputs, the plan's choice), in
+   fours (1-byte outputs, the plan's choice; no compensation sums, no sum with dst) or one at a
+   time through the widening chunks (f32 outputs) */
+static inline int rq_pairs_fit(const rq_block_t* k) {
+    return k->groups == 2 && k->ngroups % 2 == 0 && rq_whole(k);
+}
+static inline int rq_quads_fit(const rq_block_t* k, const rq_math_t* m) {
+    return k->groups == 4 && k->ngroups % 4 == 0 && !k->acc && !m->has_sum && rq_whole(k);
+}
+static inline int rq_singles_fit(const rq_block_t* k) { return !k->acc && rq_whole(k); }
+#define RQ_SINGLES(SN, DN, MODE)                                                                \
+    for (int64_t g = 0; g < ngroups; g++, soff += 16, ssc += 16, dinv += 16, dst += 64) {      \
+        const __m512 vs = _mm512_loadu_ps(ssc), vd = _mm512_loadu_ps(dinv);                     \
+        __m512i acc_ = _mm512_setzero_si512();                                                  \
+        for (int64_t b0 = 0; b0 < nbv; b0 += 16) {                                              \
+            char* d0_ = dst + b0 * dB * 4;                                                      \
+            if (RQ_W16_##SN)                                                                    \
+                rq_w16f32_##SN##_##DN(src, soff, b0, d0_, dB * 4, nt);                          \
+            else                                                                                \
+                rq_b8cols_##SN##_##DN(src, soff, b0, d0_, dB * 4, nt, vs, vd, m, &acc_, (MODE)); \
+        }                                                                                       \
+    }
+#define RQ_QUADS(SN, DN, MODE)                                                                  \
+    for (int64_t q = 0; q < nquads; q++, soff += 64, ssc += 64, dinv += 64, dst += 64)         \
+        rq_tile4_##SN##_##DN(src, soff, dst, dB, nbv, ssc, dinv, m, nt, (MODE));
 /* all lane groups of one outer position (see rq_block_t), the body compiled for MODE; 1-byte
    outputs four groups at a time and 16-bit ones two, where the plan asks */
 #define RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, MODE)                                          \
@@ -568,6 +595,74 @@ rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
     }                                                                                           \
     return b0;                                                                                  \
 }                                                                                               \
+/* One chunk of 16 columns of 16 valid lanes, 16-bit sources to f32 (no arithmetic): the        \
+   words transposed first, two rows a register (24 permutes where the f32 transpose takes 64    \
+   shuffles), then each column widened; column b to d0 + b * dstep */                           \
+TGT static inline __attribute__((always_inline)) void                                           \
+rq_w16f32_##SN##_##DN(const char* src, const int64_t* soff, int64_t b0, char* d0,               \
+                      int64_t dstep, int nt) {                                                  \
+    __m512i w[8];                                                                               \
+    _Pragma("GCC unroll 8")                                                                     \
+    for (int k = 0; k < 8; k++)                                                                 \
+        w[k] = _mm512_inserti64x4(                                                              \
+            _mm512_castsi256_si512(_mm256_loadu_si256(                                          \
+                (const __m256i*)(src + (soff[2 * k] + b0) * SSIZE))),                           \
+            _mm256_loadu_si256((const __m256i*)(src + (soff[2 * k + 1] + b0) * SSIZE)), 1);     \
+    tr16x16_w16(w);                                                                             \
+    const int st = nt && ((uintptr_t)d0 & 63) == 0 && (dstep & 63) == 0;                        \
+    _Pragma("GCC unroll 8")                                                                     \
+    for (int j = 0; j < 8; j++) {                                                               \
+        const __m512 lo = rq_widen_##SN(_mm512_castsi512_si256(w[j]));                          \
+        const __m512 hi = rq_widen_##SN(_mm512_extracti64x4_epi64(w[j], 1));                    \
+        if (st) {                                                                               \
+            _mm512_stream_ps((float*)(d0 + 2 * j * dstep), lo);                                 \
+            _mm512_stream_ps((float*)(d0 + (2 * j + 1) * dstep), hi);                           \
+        } else {                                                                                \
+            _mm512_storeu_ps((float*)(d0 + 2 * j * dstep), lo);                                 \
+            _mm512_storeu_ps((float*)(d0 + (2 * j + 1) * dstep), hi);                           \
+        }                                                                                       \
+    }                                                                                           \
+}                                                                                               \
+/* One chunk of 16 columns of 16 valid lanes, 1-byte sources: the byte transpose first, then    \
+   each column widened, the arithmetic of MODE (lane scales vs, vd) and stored to d0 + b *      \
+   dstep, adding s8 outputs to *pacc */                                                         \
+TGT static inline __attribute__((always_inline)) void                                           \
+rq_b8cols_##SN##_##DN(const char* src, const int64_t* soff, int64_t b0, char* d0,               \
+                      int64_t dstep, int nt, const __m512 vs, const __m512 vd,                  \
+                      const rq_math_t* m, __m512i* pacc, const int MODE) {                      \
+    RQ_MODE_FLAGS(MODE)                                                                         \
+    const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
+    const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
+    const __mmask16 kl = 0xffff;                                                                \
+    __m512i vacc = *pacc;                                                                       \
+    __m256i y[8];                                                                               \
+    _Pragma("GCC unroll 8")                                                                     \
+    for (int a = 0; a < 8; a++)                                                                 \
+        y[a] = _mm256_inserti128_si256(                                                         \
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(src + soff[a] + b0))),      \
+            _mm_loadu_si128((const __m128i*)(src + soff[a + 8] + b0)), 1);                      \
+    avx2_tr16x16_epi8(y);                                                                       \
+    int64_t step = dstep;                                                                       \
+    RQ_OPAQUE2(d0, step);                                                                       \
+    if (RQ_F32_##ST && nt && !hm && ((uintptr_t)d0 & 63) == 0 && (step & 63) == 0) {            \
+        /* f32 columns are whole 64-byte lines: streamed */                                     \
+        _Pragma("GCC unroll 8")                                                                 \
+        for (int q = 0; q < 8; q++) {                                                           \
+            _mm512_stream_ps((float*)(d0 + 2 * q * step), RQ_TILE_MATH(                         \
+                RQ_WIDEN_##SN(_mm256_castsi256_si128(y[q]))));                                  \
+            _mm512_stream_ps((float*)(d0 + (2 * q + 1) * step), RQ_TILE_MATH(                   \
+                RQ_WIDEN_##SN(_mm256_extracti128_si256(y[q], 1))));                             \
+        }                                                                                       \
+        return;                                                                                 \
+    }                                                                                           \
+    _Pragma("GCC unroll 8")                                                                     \
+    for (int q = 0; q < 8; q++) {                                                               \
+        RQ_TILE_OUT(DN, ST, RQ_WIDEN_##SN(_mm256_castsi256_si128(y[q])), d0 + 2 * q * step);    \
+        RQ_TILE_OUT(DN, ST, RQ_WIDEN_##SN(_mm256_extracti128_si256(y[q], 1)),                   \
+                    d0 + (2 * q + 1) * step);                                                   \
+    }                                                                                           \
+    *pacc = vacc;                                                                               \
+}                                                                                               \
 TGT static inline __attribute__((always_inline)) void                                          \
 rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,                          \
         int64_t dB, int64_t nbv, int64_t nbw, uint32_t lanes, const float* ssc,                 \
@@ -630,31 +725,8 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
             }                                                                                   \
             continue;                                                                           \
         }                                                                                       \
-        if (MODE == RQ_PURE && RQ_W16_##SN && RQ_F32_##ST && lanes == 0xffffu) {               \
-            /* 16-bit sources to f32: the words transposed first, two rows a register (24      \
-               permutes where the f32 transpose takes 64 shuffles), then each column widened */ \
-            __m512i w[8];                                                                       \
-            _Pragma("GCC unroll 8")                                                             \
-            for (int k = 0; k < 8; k++)                                                         \
-                w[k] = _mm512_inserti64x4(                                                      \
-                    _mm512_castsi256_si512(_mm256_loadu_si256(                                  \
-                        (const __m256i*)(rows[2 * k] + b0 * SSIZE))),                           \
-                    _mm256_loadu_si256((const __m256i*)(rows[2 * k + 1] + b0 * SSIZE)), 1);     \
-            tr16x16_w16(w);                                                                     \
-            char* d0 = dst + b0 * dstep;                                                        \
-            const int st = nt && ((uintptr_t)d0 & 63) == 0 && (dstep & 63) == 0;               \
-            _Pragma("GCC unroll 8")                                                             \
-            for (int j = 0; j < 8; j++) {                                                       \
-                const __m512 lo = rq_widen_##SN(_mm512_castsi512_si256(w[j]));                  \
-                const __m512 hi = rq_widen_##SN(_mm512_extracti64x4_epi64(w[j], 1));            \
-                if (st) {                                                                       \
-                    _mm512_stream_ps((float*)(d0 + 2 * j * dstep), lo);                         \
-                    _mm512_stream_ps((float*)(d0 + (2 * j + 1) * dstep), hi);                   \
-                } else {                                                                        \
-                    _mm512_storeu_ps((float*)(d0 + 2 * j * dstep), lo);                         \
-                    _mm512_storeu_ps((float*)(d0 + (2 * j + 1) * dstep), hi);                   \
-                }                                                                               \
-            }                                                                                   \
+        if (MODE == RQ_PURE && RQ_W16_##SN && RQ_F32_##ST && lanes == 0xffffu) {                \
+            rq_w16f32_##SN##_##DN(src, soff, b0, dst + b0 * dstep, dstep, nt);                  \
             continue;                                                                           \
         }                                                                                       \
         if (RQ_B8_##ST && lanes == 0xffffu && !hm && !acc) {                                    \
@@ -670,35 +742,8 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
             continue;                                                                           \
         }                                                                                       \
         if (RQ_B8_##SN && lanes == 0xffffu) {                                                   \
-            /* 1-byte sources: the byte transpose first, then each column widened */           \
-            __m256i y[8];                                                                       \
-            _Pragma("GCC unroll 8")                                                             \
-            for (int a = 0; a < 8; a++)                                                         \
-                y[a] = _mm256_inserti128_si256(                                                 \
-                    _mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)(rows[a] + b0))),    \
-                    _mm_loadu_si128((const __m128i*)(rows[a + 8] + b0)), 1);                    \
-            avx2_tr16x16_epi8(y);                                                               \
-            char* d0 = dst + b0 * dstep;                                                        \
-            int64_t step = dstep;                                                               \
-            RQ_OPAQUE2(d0, step);                                                               \
-            if (RQ_F32_##ST && nt && !hm && ((uintptr_t)d0 & 63) == 0 && (step & 63) == 0) {    \
-                /* f32 columns are whole 64-byte lines: streamed */                             \
-                _Pragma("GCC unroll 8")                                                         \
-                for (int q = 0; q < 8; q++) {                                                   \
-                    _mm512_stream_ps((float*)(d0 + 2 * q * step), RQ_TILE_MATH(                \
-                        RQ_WIDEN_##SN(_mm256_castsi256_si128(y[q]))));                          \
-                    _mm512_stream_ps((float*)(d0 + (2 * q + 1) * step), RQ_TILE_MATH(          \
-                        RQ_WIDEN_##SN(_mm256_extracti128_si256(y[q], 1))));                     \
-                }                                                                               \
-                continue;                                                                       \
-            }                                                                                   \
-            _Pragma("GCC unroll 8")                                                             \
-            for (int q = 0; q < 8; q++) {                                                       \
-                RQ_TILE_OUT(DN, ST, RQ_WIDEN_##SN(_mm256_castsi256_si128(y[q])),                \
-                            d0 + 2 * q * step);                                                \
-                RQ_TILE_OUT(DN, ST, RQ_WIDEN_##SN(_mm256_extracti128_si256(y[q], 1)),           \
-                            d0 + (2 * q + 1) * step);                                          \
-            }                                                                                   \
+            rq_b8cols_##SN##_##DN(src, soff, b0, dst + b0 * dstep, dstep, nt, vs, vd, m, &vacc, \
+                                  MODE);                                                        \
             continue;                                                                           \
         }                                                                                       \
         if (lanes == 0xffffu) {                                                                 \
@@ -758,27 +803,65 @@ rq_pairs_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
     for (int64_t g = 0; g < npairs; g++, soff += 32, dst += 64)                                 \
         rq_tile2_##SN##_##DN(src, soff, dst, dB, nbv, nt);                                      \
 }                                                                                               \
+/* A position's lane groups one at a time, each chunk through rq_w16f32 / rq_b8cols (16-bit     \
+   or 1-byte sources to f32, see rq_singles_fit), and four at a time through rq_tile4 (1-byte   \
+   outputs, see rq_quads_fit): their own functions, for the reason of rq_pairs; one loop per    \
+   arithmetic mode, the tiles' mode constants */                                                \
+TGT static __attribute__((noinline)) void                                                       \
+rq_singles_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB,             \
+                       int64_t ngroups, int64_t nbv, const float* ssc, const float* dinv,       \
+                       const rq_math_t* m, int nt, int mode) {                                  \
+    if (!RQ_B8_##SN || mode == RQ_PURE) RQ_SINGLES(SN, DN, RQ_PURE)                             \
+    else if (mode == RQ_SSCALE) RQ_SINGLES(SN, DN, RQ_SSCALE)                                   \
+    else RQ_SINGLES(SN, DN, RQ_SSCALE_ZP)                                                       \
+}                                                                                               \
+TGT static __attribute__((noinline)) void                                                       \
+rq_quads_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB,               \
+                     int64_t nquads, int64_t nbv, const float* ssc, const float* dinv,          \
+                     const rq_math_t* m, int nt, int mode) {                                    \
+    switch (mode) {                                                                             \
+    case RQ_PURE: RQ_QUADS(SN, DN, RQ_PURE); break;                                             \
+    case RQ_SSCALE: RQ_QUADS(SN, DN, RQ_B8_##SN ? RQ_SSCALE : RQ_ANY); break;                   \
+    case RQ_SSCALE_ZP: RQ_QUADS(SN, DN, RQ_B8_##SN ? RQ_SSCALE_ZP : RQ_ANY); break;             \
+    case RQ_DSCALE: RQ_QUADS(SN, DN, RQ_DSCALE); break;                                         \
+    case RQ_DSCALE_ZP: RQ_QUADS(SN, DN, RQ_DSCALE_ZP); break;                                   \
+    default: RQ_QUADS(SN, DN, RQ_ANY);                                                          \
+    }                                                                                           \
+}                                                                                               \
 /* bodies with a scale only where a side is 1-byte (the int8 activations): the others take      \
    RQ_ANY, which keeps the code size down */                                                    \
 TGT static void rq_block_##SN##_##DN(const void* src, void* dst, const rq_block_t* k,           \
                                      const rq_math_t* m) {                                      \
     int mode = rq_mode(m, 0, 0);                                                                \
-    if ((mode == RQ_SSCALE && !RQ_B8_##SN)                                                      \
+    if (((mode == RQ_SSCALE || mode == RQ_SSCALE_ZP) && !RQ_B8_##SN)                            \
             || ((mode == RQ_DSCALE || mode == RQ_DSCALE_ZP) && !RQ_B8_##ST))                    \
         mode = RQ_ANY;                                                                          \
-    switch (mode) {                                                                             \
-    case RQ_PURE:                                                                               \
-        if (RQ_W16_##ST && rq_pairs_fit(k)) {                                                   \
-            rq_pairs_##SN##_##DN((const char*)src, k->soff, (char*)dst, k->dB, k->ngroups / 2,  \
-                                 k->nbv, (int)k->nt);                                           \
-            break;                                                                              \
+    const char* s = (const char*)src;                                                           \
+    char* d = (char*)dst;                                                                       \
+    if (RQ_B8_##ST && rq_quads_fit(k, m)) {                                                     \
+        rq_quads_##SN##_##DN(s, k->soff, d, k->dB, k->ngroups / 4, k->nbv, k->ssc, k->dinv, m,  \
+                             (int)k->nt, mode);                                                 \
+    } else if (RQ_F32_##ST && rq_singles_fit(k)                                                 \
+               && (RQ_W16_##SN ? mode == RQ_PURE                                                \
+                               : RQ_B8_##SN && (mode == RQ_PURE || mode == RQ_SSCALE            \
+                                                || mode == RQ_SSCALE_ZP))) {                    \
+        rq_singles_##SN##_##DN(s, k->soff, d, k->dB, k->ngroups, k->nbv, k->ssc, k->dinv, m,    \
+                               (int)k->nt, mode);                                               \
+    } else if (RQ_W16_##ST && mode == RQ_PURE && rq_pairs_fit(k)) {                             \
+        rq_pairs_##SN##_##DN(s, k->soff, d, k->dB, k->ngroups / 2, k->nbv, (int)k->nt);         \
+    } else {                                                                                    \
+        switch (mode) {                                                                         \
+        case RQ_PURE: RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_PURE); break;                 \
+        case RQ_SSCALE:                                                                         \
+            if (RQ_B8_##SN) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_SSCALE); break;         \
+        case RQ_SSCALE_ZP:                                                                      \
+            if (RQ_B8_##SN) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_SSCALE_ZP); break;      \
+        case RQ_DSCALE:                                                                         \
+            if (RQ_B8_##ST) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_DSCALE); break;         \
+        case RQ_DSCALE_ZP:                                                                      \
+            if (RQ_B8_##ST) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_DSCALE_ZP); break;      \
+        default: RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_ANY);                              \
         }                                                                                       \
-        RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_PURE); break;                               \
-    case RQ_SSCALE: if (RQ_B8_##SN) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_SSCALE); break; \
-    case RQ_DSCALE: if (RQ_B8_##ST) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_DSCALE); break; \
-    case RQ_DSCALE_ZP:                                                                          \
-        if (RQ_B8_##ST) RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_DSCALE_ZP); break;          \
-    default: RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_ANY);                                  \
     }                                                                                           \
     if (k->nt) _mm_sfence();                                                                    \
 }

@@ -1179,6 +1179,45 @@ def test_word_tiles_in_pairs(stag, dtag, dims, ddt, stream, simd):
     check_plan(p, src, stag, dtag, sdesc, ddesc, {}, rng, fill=0x5A)
 
 
+# Whole positions of 1-byte outputs in fours and of widened f32 outputs one group at a time,
+# each in a loop of its own per arithmetic mode (none, a dst scale, a dst scale and zero
+# point, a src scale, a src scale and zero point, any); the shapes of WORD_PAIRS give them
+# whole positions and the ones that take the group-at-a-time body (a padded block, 3 groups
+# where fours need 4, a partial chunk; 24 channels into blocks: 8 valid lanes), and the sum
+# reads dst, which the fours never take.
+WHOLE_LOOPS = [
+    ("f32", "s8", {}),
+    ("f32", "s8", {"dst_scales": 0.25}),
+    ("f32", "u8", {"dst_scales": 0.25, "dst_zero_point": 128}),
+    ("f32", "s8", {"src_scales": 2.0, "dst_scales": 0.25}),             # any arithmetic
+    ("u8", "s8", {"src_scales": 0.5, "src_zero_point": 3}),
+    ("f32", "u8", {"sum_beta": 0.5}),
+    ("bf16", "f32", {}),
+    ("f16", "f32", {}),
+    ("s8", "f32", {}),
+    ("s8", "f32", {"src_scales": 0.5}),
+    ("u8", "f32", {"src_scales": 0.5, "src_zero_point": 7}),
+    ("u8", "bf16", {"src_scales": 0.5, "src_zero_point": 7}),            # the group body
+]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["cached-stores", "streaming-stores"])
+@pytest.mark.parametrize("sdt,ddt,kw", WHOLE_LOOPS,
+                         ids=[f"{a}-{b}-" + "-".join(f"{k}{v:g}" for k, v in kw.items())
+                              for a, b, kw in WHOLE_LOOPS])
+@pytest.mark.parametrize("stag,dtag,dims", WORD_PAIRS + [("abcd", "aBcd16b", (1, 24, 4, 16))],
+                         ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else v)
+def test_whole_positions_in_loops_of_their_own(stag, dtag, dims, sdt, ddt, kw, stream, simd):
+    rng = np.random.default_rng(zlib.crc32(f"{stag} {dims} {sdt} {ddt}".encode()))
+    sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)
+    src = qr.place(values_for(sdt, math.prod(dims), rng), dims, stag, sdt)
+    p = cached_plan(sdesc, ddesc, None, make_attrs(**kw), 0 if stream else 1 << 62)
+    assert type(p.runners[0]).__name__ == "ConvertTile", p.explain()
+    if ddt in ("s8", "u8") and "sum_beta" not in kw:
+        assert p.runners[0].groups == 4, p.explain()
+    check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng, fill=0x5A)
+
+
 # f32 columns of the tiles, streamed when the plan streams: from 1-byte sources only in far
 # planes (problem.FAR_PLANE_BYTES), from wider ones wherever the lines are whole;
 # widened, on more than one thread only where a lane group writes many far planes. (nt,

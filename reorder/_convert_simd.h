@@ -360,8 +360,7 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
         return RQ_SSCALE_ZP;
     return RQ_ANY;
 }
-/* the flags of a body compiled for MODE: constants but in RQ_ANY (the rows and grids take
-   RQ_ANY for RQ_SSCALE_ZP: only the tiles have bodies for it) */
+/* the flags of a body compiled for MODE: constants but in RQ_ANY */
 #define RQ_MODE_FLAGS(MODE)                                                                     \
     const int rq_any = (MODE) == RQ_ANY;                                                        \
     const int hz = (MODE) == RQ_SSCALE_ZP || (rq_any && m->has_szp);                            \
@@ -1603,9 +1602,14 @@ TGT static void rq5_row_##SN##_##ST(const void* s, void* d, int64_t n, const flo
         int64_t sk, const float* dinv, int64_t dk, const rq_math_t* m) {                        \
     const char* s_ = (const char*)s;                                                            \
     char* d_ = (char*)d;                                                                        \
-    switch (rq_mode(m, sk, dk)) {                                                               \
+    int mode = rq_mode(m, sk, dk);                                                              \
+    if (mode == RQ_SSCALE_ZP && !RQ_B8_##SN) mode = RQ_ANY;    /* u8 activations in only */    \
+    switch (mode) {                                                                             \
     case RQ_PURE: rq5_row_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_PURE); break;     \
     case RQ_SSCALE: rq5_row_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_SSCALE); break; \
+    case RQ_SSCALE_ZP:                                                                          \
+        if (RQ_B8_##SN) rq5_row_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_SSCALE_ZP); \
+        break;                                                                                  \
     case RQ_DSCALE: rq5_row_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_DSCALE); break; \
     case RQ_DSCALE_ZP:                                                                          \
         rq5_row_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_DSCALE_ZP); break;         \
@@ -1767,9 +1771,14 @@ rq6_grid_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_m
 }                                                                                               \
 TGT static void rq6_grid_##SN##_##ST(const void* s, void* d, const rq_grid_t* g,                \
                                      const rq_math_t* m) {                                      \
-    switch (rq_mode(m, g->sk, g->dk)) {                                                         \
+    int mode = rq_mode(m, g->sk, g->dk);                                                        \
+    if (mode == RQ_SSCALE_ZP && !RQ_B8_##SN) mode = RQ_ANY;    /* u8 activations in only */    \
+    switch (mode) {                                                                             \
     case RQ_PURE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_PURE); break;    \
     case RQ_SSCALE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_SSCALE); break; \
+    case RQ_SSCALE_ZP:                                                                          \
+        if (RQ_B8_##SN) rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_SSCALE_ZP); \
+        break;                                                                                  \
     case RQ_DSCALE: rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_DSCALE); break; \
     case RQ_DSCALE_ZP:                                                                          \
         rq6_grid_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_DSCALE_ZP); break;         \

@@ -957,6 +957,33 @@ def test_streamed_rows(sdt, ddt, kw, simd):
             assert (guards == 0x5A).all()
 
 
+SRC_ZP_ROWS = [("u8", "f32"), ("s8", "f32"), ("u8", "bf16"), ("s8", "u8")]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["cached-stores", "streaming-stores"])
+@pytest.mark.parametrize("sdt,ddt", SRC_ZP_ROWS, ids=[f"{s}-{d}" for s, d in SRC_ZP_ROWS])
+def test_rows_with_a_src_scale_and_zero_point(sdt, ddt, stream, simd):
+    """1-byte sources with one src scale and a zero point (u8 activations in) have rows of
+    their own; runs of 1 to 4099 elements, whole and partial vectors and lines, the scale
+    common and per element (which takes the rows for any arithmetic), against the reference."""
+    rng = np.random.default_rng(zlib.crc32(f"{sdt} {ddt} zp".encode()))
+    for n in (1, 37, 128, 1000, 4099):
+        src = values_for(sdt, n, rng)
+        for scales in (0.5, np.linspace(0.25, 4, n, dtype=np.float32)):
+            kw = {"src_scales": scales, "src_zero_point": 7}
+            if not np.isscalar(scales):
+                kw["src_scale_mask"] = 1
+            p = cached_plan(ro.Desc((n,), sdt, "a"), ro.Desc((n,), ddt, "a"), None,
+                            make_attrs(**kw), 0 if stream else 1 << 62)
+            assert type(p.runners[0]).__name__ == "Convert", p.explain()
+            exp, _, _ = qr.ref_reorder(src, (n,), "a", "a", sdt, ddt,
+                                       **{REF_NAMES[k]: v for k, v in kw.items()})
+            out = aligned_empty((n,), qr.NUMPY[ddt])
+            out.view(np.uint8)[...] = 0x5A
+            p(src, out=out)
+            np.testing.assert_array_equal(bits(out), bits(exp))
+
+
 def test_tile_scratch_allocation_failure_raises_memory_error():
     """The tile runner's scratch comes from malloc; when that fails (simulated: it cannot be
     produced on purpose) the call raises MemoryError instead of returning an output that was

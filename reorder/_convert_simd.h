@@ -818,14 +818,12 @@ TGT static __attribute__((noinline)) void                                       
 rq_quads_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB,               \
                      int64_t nquads, int64_t nbv, const float* ssc, const float* dinv,          \
                      const rq_math_t* m, int nt, int mode) {                                    \
-    switch (mode) {                                                                             \
-    case RQ_PURE: RQ_QUADS(SN, DN, RQ_PURE); break;                                             \
-    case RQ_SSCALE: RQ_QUADS(SN, DN, RQ_B8_##SN ? RQ_SSCALE : RQ_ANY); break;                   \
-    case RQ_SSCALE_ZP: RQ_QUADS(SN, DN, RQ_B8_##SN ? RQ_SSCALE_ZP : RQ_ANY); break;             \
-    case RQ_DSCALE: RQ_QUADS(SN, DN, RQ_DSCALE); break;                                         \
-    case RQ_DSCALE_ZP: RQ_QUADS(SN, DN, RQ_DSCALE_ZP); break;                                   \
-    default: RQ_QUADS(SN, DN, RQ_ANY);                                                          \
-    }                                                                                           \
+    if (mode == RQ_PURE) RQ_QUADS(SN, DN, RQ_PURE)                                              \
+    else if (mode == RQ_DSCALE) RQ_QUADS(SN, DN, RQ_DSCALE)                                     \
+    else if (mode == RQ_DSCALE_ZP) RQ_QUADS(SN, DN, RQ_DSCALE_ZP)                               \
+    else if (RQ_B8_##SN && mode == RQ_SSCALE) RQ_QUADS(SN, DN, RQ_SSCALE)                       \
+    else if (RQ_B8_##SN && mode == RQ_SSCALE_ZP) RQ_QUADS(SN, DN, RQ_SSCALE_ZP)                 \
+    else RQ_QUADS(SN, DN, RQ_ANY)                                                               \
 }                                                                                               \
 /* bodies with a scale only where a side is 1-byte (the int8 activations): the others take      \
    RQ_ANY, which keeps the code size down */                                                    \

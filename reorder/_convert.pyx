@@ -596,6 +596,9 @@ cdef struct TileSpec:
     int64_t nt                   # stream (non-temporal) full 64-byte lines
     int64_t groups               # lane groups converted at once (rq_block_t)
     int64_t ngroups
+    int64_t last                 # dst lane of the last group's first lane: (G-1)*16, or less
+                                 # when the lanes are not whole groups (it then overlaps the
+                                 # group before and ends at the last lane)
     const int64_t* soff          # [G*16] lane src offsets (elements)
     const int64_t* koff          # [G*16] lane scale index offsets
     const int64_t* coff          # [G*16] lane comp index offsets
@@ -658,8 +661,9 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
     are flushed only when the comp index of the position changes. `mem`: this thread's
     scratch (_tile_scratch_bytes), allocated by the caller, which can raise."""
     cdef Walk w
-    cdef rq_block_t blk
+    cdef rq_block_t blk, tail
     cdef int64_t G = T.ngroups, n = T.ngroups * 16
+    cdef bint shifted = T.last != (T.ngroups - 1) * 16
     cdef int64_t it, g, a, k, j, nvalid, nwrite, nbv, nbw
     cdef int64_t last_ko = -1, last_co = 0
     cdef int e, have_co = 0, fresh
@@ -681,6 +685,12 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
     blk.ngroups, blk.dB, blk.soff, blk.nt, blk.groups = G, T.bds, T.soff, T.nt, T.groups
     blk.lanes, blk.ssc, blk.dinv = lanes, ssc, dinv
     blk.acc = acc if c.acc != NULL else NULL
+    if shifted:
+        # the whole groups in one call, the overlapping last one in a call of its own (no
+        # sums and no sum with dst here: run() refuses them, as the overlap is written twice)
+        blk.ngroups = G - 1
+        tail.ngroups, tail.dB, tail.soff, tail.nt, tail.groups = 1, T.bds, T.soff + n - 16, T.nt, 1
+        tail.lanes, tail.ssc, tail.dinv, tail.acc = lanes + G - 1, ssc + n - 16, dinv + n - 16, NULL
     _walk_start_split(p, &w, lo, split, base)
     fresh = 1                       # lane masks must be (re)computed
     for it in range(lo, hi):
@@ -726,9 +736,13 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
         blk.nbv, blk.nbw = nbv, nbw
         if fn != NULL:
             fn(s + w.so, d + w.do, &blk, m)
+            if shifted:
+                tail.nbv, tail.nbw = nbv, nbw
+                fn(s + w.so, d + w.do + T.last, &tail, m)
         else:
             for g in range(G):
-                _tile_scalar(s + w.so, &T.soff[g * 16], d + w.do + g * 16, T.bds, nbv, nbw,
+                _tile_scalar(s + w.so, &T.soff[g * 16],
+                             d + w.do + (T.last if g == G - 1 else g * 16), T.bds, nbv, nbw,
                              lanes[g], &ssc[g * 16], &dinv[g * 16], c,
                              &acc[g * 16] if c.acc != NULL else NULL)
         walk_next(p, &w)
@@ -1181,6 +1195,8 @@ cdef class Convert:
         cdef int split = self.split
         if acc != 0 and self.dcode != 4:
             raise ValueError("compensation needs an s8 destination")
+        if acc != 0 and self.kind == K_TILE and T.last != (T.ngroups - 1) * 16:
+            raise ValueError("compensation cannot take tile lanes that overlap their last group")
         if values is not None:
             if (values.c.has_sscale, values.c.has_dscale, values.c.has_szp, values.c.has_dzp,
                     values.c.has_sum, values.c.sscale_masked, values.c.dscale_masked) != (
@@ -1226,6 +1242,10 @@ cdef class ConvertTile(Convert):
 
     nodes     -- outer nodes (7 columns, as for Convert), then a dummy node of extent 1
     soff, koff, coff -- [G*16] lane tables (int64)
+    nlanes    -- the lanes (G*16 when None): with fewer, at least 16, the tables' last group
+                 holds lanes nlanes-16 .. nlanes-1 and overlaps the group before, whose
+                 shared lanes it writes again with the same values; a sum with dst and
+                 compensation sums, which that would count twice, are refused
     acoord    -- [nck, G*16] lane coordinates along the checked dims in `ckdims`
     b         -- B as (extent, dst stride, weight, checked dim or -1)
     nt        -- stream full 64-byte lines
@@ -1234,12 +1254,13 @@ cdef class ConvertTile(Convert):
                  planner's choice)
     """
     cdef readonly int groups
+    cdef readonly int64_t nlanes
 
     def __init__(self, int scode, int dcode, const int64_t[:, ::1] nodes,
                  const int64_t[:, ::1] checked, Arith arith not None, int split,
                  const int64_t[::1] soff, const int64_t[::1] koff, const int64_t[::1] coff,
                  const int64_t[:, ::1] acoord, const int64_t[::1] ckdims, const int64_t[::1] b,
-                 bint nt, int groups=1):
+                 bint nt, int groups=1, nlanes=None):
         Convert.__init__(self, scode, dcode, nodes, checked, arith, split)
         cdef int k
         n = soff.shape[0]
@@ -1247,6 +1268,12 @@ cdef class ConvertTile(Convert):
                 or acoord.shape[1] != n or acoord.shape[0] != ckdims.shape[0] \
                 or ckdims.shape[0] > MAX_DIMS or b.shape[0] != 4:
             raise ValueError("inconsistent tile tables")
+        nlanes = n if nlanes is None else nlanes
+        if not (n - 16 < nlanes <= n and nlanes >= 16):
+            raise ValueError(f"{nlanes} lanes do not fill the tables' {n // 16} groups of 16")
+        if nlanes != n and arith.c.has_sum:
+            raise ValueError(f"{nlanes} lanes overlap their last group, which a sum with dst "
+                             f"cannot take")
         if self.p.ext[self.p.n - 1] != 1:
             raise ValueError("tile nodes must end with a dummy node of extent 1")
         if groups not in (1, 2, 4):
@@ -1257,6 +1284,8 @@ cdef class ConvertTile(Convert):
         self.groups = groups
         self.T.groups = groups
         self.T.ngroups = n // 16
+        self.T.last = nlanes - 16
+        self.nlanes = nlanes
         self.T.soff = &soff[0]
         self.T.koff = &koff[0]
         self.T.coff = &coff[0]

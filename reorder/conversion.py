@@ -61,13 +61,25 @@ def _split_node(nodes, qstrides):
     return best
 
 
+def part_group_bytes_fit(lanes, b):
+    """Whether 1-byte outputs of `lanes` lanes that are not whole groups of 16 take the tile
+    over B `b` (else they convert on the source's layout and move): with 64 lanes or more (a
+    position's first groups go four at a time), or 32 or more read over more than one chunk
+    of B. Fewer take one group at a time, which measured slower than the two passes where a
+    position is one chunk (nChw16c -> nchw at 7x7: 49 lanes) or the last group repeats most
+    of its lanes (nchw -> nhwc at C=19) (docs/kernels.md)."""
+    return lanes >= 64 or (lanes >= 32 and b.extent > 16)
+
+
 def _tile_layout(prob):
     """How the tile kernel would cut `prob`, or None when it does not fit.
 
     Lanes: the innermost nodes that are dense in dst (strides 1, e1, e1*e2, ...) and not B,
-    at least 16 and a multiple of 16 of them (`c16` of nChw16c; `4i16o4i` of OIhw4i16o4i).
-    B: the node that is contiguous in src (`hw`); scales and compensation must not vary
-    along it. The rest are outer nodes, walked as usual."""
+    at least 16 of them (`c16` of nChw16c; `4i16o4i` of OIhw4i16o4i; the 49 pixels of a 7x7
+    plane). Lanes that are not whole groups of 16 end in a group that overlaps the one before
+    (see _lane_tables), which writes the shared lanes twice: not with a sum with dst or
+    compensation sums, nor for 1-byte outputs that part_group_bytes_fit turns away. B: the node that is contiguous in src (`hw`); scales and compensation
+    must not vary along it. The rest are outer nodes, walked as usual."""
     nodes, qs = list(prob.nodes), list(prob.qstrides)
     if len(nodes) < 2:
         return None
@@ -83,10 +95,13 @@ def _tile_layout(prob):
         chain.append(k)
         lanes *= nodes[k].extent
         k -= 1
-    if not chain or lanes % 16 or lanes > TILE_MAX_LANES or k < 0:
+    if not chain or lanes < 16 or lanes > TILE_MAX_LANES or k < 0:
         return None
     b = nodes[ib]
     if b.ds < lanes:
+        return None
+    if lanes % 16 and (prob.attrs.comp or prob.attrs.sum_beta is not None
+                       or prob.dst.dtype.itemsize == 1 and not part_group_bytes_fit(lanes, b)):
         return None
     blk_dims = {nodes[i].dim for i in chain if nodes[i].dim >= 0}
     if b.dim >= 0 and b.dim in blk_dims:
@@ -159,11 +174,15 @@ def _outer_rows(onodes, oq):
 
 def _lane_tables(prob, chain, blk_dims):
     """Per-lane src offset, scale index, comp index and checked-dim coordinates, in dst
-    order (lane j = sum of digit * dst stride over the chain)."""
+    order (lane j = sum of digit * dst stride over the chain), in whole groups of 16: when
+    the L lanes are not, the last group holds lanes L-16 .. L-1 (overlapping the group before
+    rather than running past the last lane into what follows it in dst)."""
     n = math.prod(prob.nodes[i].extent for i in chain)
-    soff, koff, coff = (np.zeros(n, np.int64) for _ in range(3))
-    acoord = np.zeros((len(blk_dims), n), np.int64)
     j = np.arange(n, dtype=np.int64)
+    if n % 16:
+        j = np.concatenate([j[:n // 16 * 16], j[n - 16:]])
+    soff, koff, coff = (np.zeros(j.size, np.int64) for _ in range(3))
+    acoord = np.zeros((len(blk_dims), j.size), np.int64)
     for i in chain:
         nd, (ks, cs) = prob.nodes[i], prob.qstrides[i]
         digit = (j // nd.ds) % nd.extent
@@ -340,4 +359,5 @@ class ConversionKernel(Kernel):
             b.extent * prob.src.dtype.itemsize <= TILE_WIDE_ROW_BYTES else 1
         return _convert.ConvertTile(*codes, nodes, checked, arith, _split_node(onodes, oq),
                                     soff, koff, coff, acoord, np.array(blk_dims, dtype=np.int64),
-                                    bvec, nt, groups)
+                                    bvec, nt, groups,
+                                    math.prod(prob.nodes[i].extent for i in chain))

@@ -195,17 +195,21 @@ def test_long_run_pieces(threads, mode):
 # ---------------------------------------------------------------------------------------------
 # layout changes: the tiles
 
-# (dims, src tag, dst tag, the runner the planner picks). The tile needs a multiple of 16
-# destination-contiguous lanes; other shapes go through the strided walk. More than 4096
-# lanes are cut into blocks of the longest multiple of 16 that divides them.
+# (dims, src tag, dst tag, the runner the planner picks). The tile needs 16 or more
+# destination-contiguous lanes; with fewer the shapes go through the strided walk. Lanes that
+# are not whole groups of 16 end in a group that overlaps the one before; 1-byte outputs take
+# that only with enough lanes (conversion.part_group_bytes_fit), else the walk ("ConvertTile*"
+# below). More than 4096 lanes are cut into blocks of the longest multiple of 16 that
+# divides them.
 TILES = [((2, 35, 3, 6), "abcd", "aBcd16b", "ConvertTile"),    # padded C, 18 columns
          ((1, 16, 1, 9), "abcd", "aBcd16b", "ConvertTile"),    # 9 columns: one 8 + a tail
          ((1, 17, 4, 4), "aBcd16b", "abcd", "ConvertTile"),    # 16 lanes, padded c16 columns
          ((2, 40, 4, 8), "aBcd16b", "abcd", "ConvertTile"),    # 32 lanes, C=40
          ((2, 48, 3, 5), "abcd", "acdb", "ConvertTile"),       # 3 lane groups, 15 columns
          ((3, 32, 1, 1), "abcd", "acdb", "Convert"),           # size-1 spatial: a copy-like run
-         ((2, 19, 5, 7), "abcd", "acdb", "Convert"),           # 19 lanes: the walk
-         ((2, 35, 3, 6), "aBcd16b", "abcd", "Convert"),        # 18 lanes: the walk
+         ((2, 19, 5, 7), "abcd", "acdb", "ConvertTile*"),      # 19 lanes: 16 and 3..18
+         ((2, 35, 3, 6), "aBcd16b", "abcd", "ConvertTile*"),   # 18 lanes: 16 and 2..17
+         ((2, 35, 1, 15), "aBcd16b", "abcd", "Convert"),       # 15 lanes: the walk
          ((1, 20, 72, 72), "aBcd16b", "abcd", "ConvertTile"),  # 5184 lanes: 2 x 2592, C=20
          ((2, 3, 65, 64), "acdb", "abcd", "ConvertTile"),      # 4160 lanes: 2 x 2080
          ((1, 17, 65, 65), "aBcd16b", "abcd", "Convert"),      # 4225 lanes, odd: the walk
@@ -221,6 +225,8 @@ def test_tiles(sdt, ddt, dims, stag, dtag, runner, mode):
     n = math.prod(dims)
     rng = np.random.default_rng(n + 11 * len(stag))
     src = qr.place(source_values(sdt, n, rng), dims, stag, sdt)
+    if runner == "ConvertTile*":
+        runner = "Convert" if ddt in ("s8", "u8") else "ConvertTile"
     for kw in ({}, attrs_for(sdt, ddt)):
         check(src, dims, stag, dtag, sdt, ddt, runner=runner,
               path=expected_path(mode, ddt), **kw)

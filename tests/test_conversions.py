@@ -258,11 +258,12 @@ def test_pairs(sdt, ddt, dims, stag, dtag, simd, walk):
         "convert+generic", "convert+copy"), kernel
 
 
-# Conversions across layouts that the tiles do not take (fewer than 16 or not a multiple of
-# 16 lanes, short runs): converted on src's layout first when they narrow (the move then
-# carries the narrower type), else moved into dst's layout first and converted there; sum
-# keeps the conversion last. Per-channel scales and zero points ride on the conversion;
-# padded channels on either side.
+# Conversions across layouts that the tiles do not take (fewer than 16 lanes, short runs;
+# lanes that are not whole groups of 16 with a sum, with scales along B (the channels of
+# nChw16c -> nchw) or into too few 1-byte outputs): converted on src's layout first when they
+# narrow (the move then carries the narrower type), else moved into dst's layout first and
+# converted there; sum keeps the conversion last. Per-channel scales and zero points ride on
+# the conversion; padded channels on either side. The rest take the tile in one pass.
 MOVE_THEN_CONVERT = [((1, 37, 7, 7), "aBcd16b", "abcd"),     # 49 lanes
                      ((2, 20, 5, 7), "aBcd16b", "acdb"),     # runs of 16 into nhwc
                      ((2, 3, 14, 14), "aBcd8b", "abcd")]     # 196 lanes, 3 of 8 channels
@@ -285,7 +286,11 @@ def test_move_then_convert(sdt, ddt, dims, stag, dtag):
     for kw in settings:
         p = ro.plan(stag, dtag, dims=dims, src_dtype=sdt, dtype=ddt, **kw)
         narrows = ro.Desc((1,), ddt).dtype.itemsize < ro.Desc((1,), sdt).dtype.itemsize
-        if p.kernel.startswith("convert+"):
+        if p.kernel == "convert":
+            tile = p.runners[0]
+            assert type(tile).__name__ == "ConvertTile" and tile.nlanes % 16, p.explain()
+            assert "sum_beta" not in kw and "src_scale_mask" not in kw, p.explain()
+        elif p.kernel.startswith("convert+"):
             assert narrows and "sum_beta" not in kw and p.via.tag == p.src.tag, p.explain()
         else:
             assert p.kernel.endswith("+convert") and p.via.tag == p.dst.tag, p.explain()
@@ -1278,3 +1283,96 @@ def test_tile_streams_f32_columns(stag, dtag, dims, sdt, ddt, kw, nt, more, simd
     if nt:
         assert ("f32 columns widened" not in p.explain()) == more, p.explain()
     check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng, fill=0x5A)
+
+
+# Lanes that are not whole groups of 16 (a 7x7 plane's 49 pixels, 19 or 33 channels of nhwc):
+# the tile's last group ends at the last lane and overlaps the group before, writing the
+# lanes they share twice with the same values. dst starts as 0x5A, so a group that ran past
+# the last lane (into the next row's lanes, written before or after) or a lane left unwritten
+# shows; a sum with dst, which the second write would add twice, keeps the other paths.
+# (src tag, dst tag, dims, whether 1-byte outputs take the tile: conversion.part_group_bytes_fit)
+PART_GROUPS = [
+    ("aBcd16b", "abcd", (2, 32, 7, 7), False),  # 49 lanes: 3 groups, the last at 33..48
+    ("aBcd16b", "abcd", (1, 32, 9, 9), True),   # 81 lanes: four groups at once, one, one at 65
+    ("aBcd16b", "abcd", (1, 19, 5, 5), False),  # 25 lanes; a padded block (3 of 16 columns)
+    ("acdb", "abcd", (2, 40, 3, 7), False),     # 21 pixels over 40 channels: a partial chunk
+    ("abcd", "acdb", (2, 19, 4, 9), False),     # 19 channels over 36 pixels
+    ("abcd", "acdb", (1, 33, 2, 20), True),     # 33 lanes: the last group at 17..32
+    ("acdb", "abcd", (1, 20, 1, 17), False),    # 17 lanes: the last group at 1..16
+]
+PART_CONVERSIONS = [
+    ("f32", "s8", {"dst_scales": 0.25}),
+    ("f32", "u8", {"dst_scales": 0.25, "dst_zero_point": 128}),
+    ("f32", "bf16", {}),
+    ("f32", "f16", {}),
+    ("bf16", "f32", {}),
+    ("u8", "f32", {"src_scales": 0.5, "src_zero_point": 7}),
+    ("s8", "f32", {"src_scale_mask": 2}),       # a scale per channel (lanes into acdb)
+    ("f32", "s8", {"sum_beta": 0.5}),           # not the tile: the overlap would sum twice
+]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["cached-stores", "streaming-stores"])
+@pytest.mark.parametrize("sdt,ddt,kw", PART_CONVERSIONS,
+                         ids=[f"{a}-{b}-" + "-".join(k for k in kw) for a, b, kw in PART_CONVERSIONS])
+@pytest.mark.parametrize("stag,dtag,dims,bytes_fit", PART_GROUPS,
+                         ids=[f"{s}-{d}-{'x'.join(map(str, v))}" for s, d, v, _ in PART_GROUPS])
+def test_tile_lanes_not_whole_groups(stag, dtag, dims, bytes_fit, sdt, ddt, kw, stream, simd):
+    rng = np.random.default_rng(zlib.crc32(f"{stag} {dims} {sdt} {ddt}".encode()))
+    if "src_scale_mask" in kw:
+        kw = dict(kw, src_scales=np.linspace(0.25, 4.0, dims[1], dtype=np.float32))
+    sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)
+    src = qr.place(values_for(sdt, math.prod(dims), rng), dims, stag, sdt)
+    p = cached_plan(sdesc, ddesc, None, make_attrs(**kw), 0 if stream else 1 << 62)
+    # channel scales along B (the channels, into abcd) keep the tile out, as for whole groups
+    tile = "sum_beta" not in kw and not ("src_scale_mask" in kw and dtag == "abcd") \
+        and (bytes_fit or ddt not in ("s8", "u8"))
+    parts = [r.nlanes % 16 for r in p.runners if type(r).__name__ == "ConvertTile"]
+    assert parts == ([dims[2] * dims[3] % 16 if dtag == "abcd" else dims[1] % 16]
+                     if tile else []), p.explain()
+    check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng, fill=0x5A)
+
+
+@pytest.mark.parametrize("view", ["channels reversed", "pixels offset and strided"])
+def test_tile_lanes_not_whole_groups_from_views(view, simd):
+    """Views into a larger source (negative strides; an offset with a gap between rows) take
+    the same overlapping last group, against the reference of the view's values."""
+    rng = np.random.default_rng(5)
+    base = values_for("f32", 2 * 40 * 7 * 9, rng).reshape(2, 40, 7, 9)
+    v = base[:, ::-2] if view == "channels reversed" else base[:, 3:22, 1:, 2:]
+    dims = v.shape
+    desc = ro.Desc(dims, "f32", strides=[s // 4 for s in v.strides])
+    p = ro.plan(desc, "acdb", dtype="bf16")
+    assert type(p.runners[0]).__name__ == "ConvertTile" and p.runners[0].nlanes % 16, p.explain()
+    got = ro.reorder(v, "abcd", "acdb", dtype="bf16")
+    exp, _, _ = qr.ref_reorder(np.ascontiguousarray(v).reshape(-1), dims, "abcd", "acdb",
+                               "f32", "bf16")
+    np.testing.assert_array_equal(bits(got), bits(exp))
+
+
+def test_tile_lanes_overlapping_refuse_what_they_would_count_twice():
+    """The tile runner refuses overlapping lanes with a sum with dst (at construction) and
+    compensation sums (at the call), which the shared lanes' second write would add twice;
+    the planner never asks for either, and quantize() with compensation on such a shape
+    stays exact."""
+    nodes = np.array([[1, 0, 0, -1, 1, 0, 0]], np.int64)
+    none = np.zeros((0, 3), np.int64)
+    lanes = np.concatenate([np.arange(16), np.arange(4, 20)]).astype(np.int64)
+    tables = [lanes * 4, np.zeros(32, np.int64), np.zeros(32, np.int64)]
+    b = np.array([4, 20, 1, -1], np.int64)
+    args = (0, 4, nodes, none)
+    summed = arith_for(make_attrs(sum_beta=0.5))
+    with pytest.raises(ValueError, match="sum with dst"):
+        _convert.ConvertTile(*args, summed, -1, *tables, np.zeros((0, 32), np.int64),
+                             np.zeros(0, np.int64), b, False, 1, 20)
+    with pytest.raises(ValueError, match="groups of 16"):
+        _convert.ConvertTile(*args, arith_for(make_attrs()), -1, *tables,
+                             np.zeros((0, 32), np.int64), np.zeros(0, np.int64), b, False, 1, 16)
+    t = _convert.ConvertTile(*args, arith_for(make_attrs()), -1, *tables,
+                             np.zeros((0, 32), np.int64), np.zeros(0, np.int64), b, False, 1, 20)
+    src = np.zeros(4 * 20, np.float32)
+    dst = np.zeros(4 * 20, np.int8)
+    acc = np.zeros(20, np.int32)
+    with pytest.raises(ValueError, match="compensation"):
+        t.run(src.ctypes.data, dst.ctypes.data, 1, acc.ctypes.data)
+    check_quantize((40, 20, 3, 3), "abcd", "acdb", ("s8s8", "zp"), 1)

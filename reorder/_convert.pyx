@@ -57,7 +57,7 @@ cdef extern from "_convert_simd.h" nogil:
         int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj
         int nt
     ctypedef struct rq_block_t:
-        int64_t ngroups, dB, nbv, nbw, nt, groups
+        int64_t ngroups, dB, nbv, nbw, last, nt, groups
         const int64_t* soff
         const uint16_t* lanes
         const float* ssc
@@ -661,9 +661,8 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
     are flushed only when the comp index of the position changes. `mem`: this thread's
     scratch (_tile_scratch_bytes), allocated by the caller, which can raise."""
     cdef Walk w
-    cdef rq_block_t blk, tail
+    cdef rq_block_t blk
     cdef int64_t G = T.ngroups, n = T.ngroups * 16
-    cdef bint shifted = T.last != (T.ngroups - 1) * 16
     cdef int64_t it, g, a, k, j, nvalid, nwrite, nbv, nbw
     cdef int64_t last_ko = -1, last_co = 0
     cdef int e, have_co = 0, fresh
@@ -685,12 +684,7 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
     blk.ngroups, blk.dB, blk.soff, blk.nt, blk.groups = G, T.bds, T.soff, T.nt, T.groups
     blk.lanes, blk.ssc, blk.dinv = lanes, ssc, dinv
     blk.acc = acc if c.acc != NULL else NULL
-    if shifted:
-        # the whole groups in one call, the overlapping last one in a call of its own (no
-        # sums and no sum with dst here: run() refuses them, as the overlap is written twice)
-        blk.ngroups = G - 1
-        tail.ngroups, tail.dB, tail.soff, tail.nt, tail.groups = 1, T.bds, T.soff + n - 16, T.nt, 1
-        tail.lanes, tail.ssc, tail.dinv, tail.acc = lanes + G - 1, ssc + n - 16, dinv + n - 16, NULL
+    blk.last = T.last
     _walk_start_split(p, &w, lo, split, base)
     fresh = 1                       # lane masks must be (re)computed
     for it in range(lo, hi):
@@ -736,9 +730,6 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
         blk.nbv, blk.nbw = nbv, nbw
         if fn != NULL:
             fn(s + w.so, d + w.do, &blk, m)
-            if shifted:
-                tail.nbv, tail.nbw = nbv, nbw
-                fn(s + w.so, d + w.do + T.last, &tail, m)
         else:
             for g in range(G):
                 _tile_scalar(s + w.so, &T.soff[g * 16],

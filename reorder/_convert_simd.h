@@ -29,10 +29,13 @@ typedef struct {
 } rq_math_t;
 
 
-/* One outer position: G lane groups (group g at dst + 16*g, lanes soff[16g..], scale
-   vectors ssc/dinv[16g..], lane mask lanes[g], accumulators acc[16g..] or NULL). */
+/* One outer position: G lane groups (group g at dst + 16*g, the last at dst + last, lanes
+   soff[16g..], scale vectors ssc/dinv[16g..], lane mask lanes[g], accumulators acc[16g..] or
+   NULL). `last` is 16*(G-1) but where the lanes are not whole groups: the last group then
+   ends at the last lane and overlaps the one before, whose shared lanes it writes again with
+   the same values (never with a sum with dst or sums, which would count them twice). */
 typedef struct {
-    int64_t ngroups, dB, nbv, nbw;
+    int64_t ngroups, dB, nbv, nbw, last;
     int64_t nt;            /* stream full 64-byte lines (large dst) */
     int64_t groups;        /* lane groups converted at once, the plan's choice: 4 of 1-byte
                               outputs (rq_tile4), 2 of 16-bit ones (rq_tile2), else 1; each
@@ -442,6 +445,24 @@ static inline int rq_quads_fit(const rq_block_t* k, const rq_math_t* m) {
     return k->groups == 4 && k->ngroups % 4 == 0 && !k->acc && !m->has_sum && rq_whole(k);
 }
 static inline int rq_singles_fit(const rq_block_t* k) { return !k->acc && rq_whole(k); }
+/* A position whose last group overlaps the one before (see rq_block_t), where the group
+   bodies take it: the whole groups in one call of `fn`, the last group in another */
+static inline void rq_block_split(rq_block_fn fn, const void* src, void* dst, const rq_block_t* k,
+                                  const rq_math_t* m, int64_t dsize) {
+    const int64_t g = k->ngroups - 1;
+    rq_block_t head = *k, tail = *k;
+    head.ngroups = g;
+    head.last = 16 * (g - 1);
+    tail.ngroups = tail.groups = 1;
+    tail.last = 0;
+    tail.soff += 16 * g;
+    tail.lanes += g;
+    tail.ssc += 16 * g;
+    tail.dinv += 16 * g;
+    tail.acc = k->acc ? k->acc + 16 * g : (int32_t*)0;
+    fn(src, dst, &head, m);
+    fn(src, (char*)dst + k->last * dsize, &tail, m);
+}
 #define RQ_SINGLES(SN, DN, MODE)                                                                \
     for (int64_t g = 0; g < ngroups; g++, soff += 16, ssc += 16, dinv += 16, dst += 64) {      \
         const __m512 vs = _mm512_loadu_ps(ssc), vd = _mm512_loadu_ps(dinv);                     \
@@ -456,7 +477,8 @@ static inline int rq_singles_fit(const rq_block_t* k) { return !k->acc && rq_who
     }
 #define RQ_QUADS(SN, DN, MODE)                                                                  \
     for (int64_t q = 0; q < nquads; q++, soff += 64, ssc += 64, dinv += 64, dst += 64)         \
-        rq_tile4_##SN##_##DN(src, soff, dst, dB, nbv, ssc, dinv, m, nt, (MODE));
+        rq_tile4_##SN##_##DN(src, soff, dst, dB, nbv, ssc, dinv, m, nt, (MODE),                 \
+                             q == nquads - 1 ? t4 : 48);
 /* all lane groups of one outer position (see rq_block_t), the body compiled for MODE; 1-byte
    outputs four groups at a time and 16-bit ones two, where the plan asks */
 #define RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, MODE)                                          \
@@ -466,7 +488,7 @@ static inline int rq_singles_fit(const rq_block_t* k) { return !k->acc && rq_who
                 && !((MODE) == RQ_ANY && m->has_sum) && rq_full_groups(k->lanes, g, 4)) {       \
             b0 = rq_tile4_##SN##_##DN((const char*)src, k->soff + 16 * g,                       \
                                       (char*)dst + 16 * g, k->dB, k->nbv, k->ssc + 16 * g,      \
-                                      k->dinv + 16 * g, m, (int)k->nt, MODE);                   \
+                                      k->dinv + 16 * g, m, (int)k->nt, MODE, 48);               \
             for (int64_t e = g + 3; g < e; g++)                                                 \
                 rq_tile_##SN##_##DN((const char*)src + b0 * SSIZE, k->soff + 16 * g,            \
                                     (char*)dst + 16 * g + b0 * k->dB, k->dB, k->nbv - b0,       \
@@ -557,15 +579,18 @@ rq_tile2_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
 }                                                                                               \
 /* Four lane groups of 1-byte outputs at once, full chunks of 16 columns (every lane valid,     \
    no sum, no sums): a column's 4 x 16 lanes are 64 contiguous bytes of its dst row, stored     \
-   whole, where single groups would leave each line to four calls. Returns the columns done. */ \
+   whole, where single groups would leave each line to four calls. t4: the fourth group's      \
+   place in the column, 48, or less where it overlaps the third (see rq_block_t): the first     \
+   48 bytes then go under a mask and its 16 at t4. Returns the columns done. */                 \
 TGT static inline __attribute__((always_inline)) int64_t                                        \
 rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB, int64_t nbv,  \
-        const float* ssc, const float* dinv, const rq_math_t* m, int nt, const int MODE) {      \
+        const float* ssc, const float* dinv, const rq_math_t* m, int nt, const int MODE,        \
+        int64_t t4) {                                                                           \
     RQ_MODE_FLAGS(MODE)                                                                         \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 adj = _mm512_set1_ps(m->adj);                                                  \
     (void)hm;                                                                                   \
-    nt = nt && ((uintptr_t)dst & 63) == 0 && (dB & 63) == 0;                                    \
+    nt = nt && t4 == 48 && ((uintptr_t)dst & 63) == 0 && (dB & 63) == 0;                       \
     int64_t b0 = 0;                                                                             \
     for (; b0 + 16 <= nbv; b0 += 16) {                                                          \
         RQ_OPAQUE3(soff, ssc, dinv);                                                            \
@@ -587,8 +612,15 @@ rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
             _Pragma("GCC unroll 4")                                                             \
             for (int k = 0; k < 4; k++) {                                                       \
                 char* d = dst + (b0 + 4 * k + j) * dB;                                          \
-                if (nt) _mm512_stream_si512((__m512i*)d, v[k]);                                 \
-                else _mm512_storeu_si512(d, v[k]);                                              \
+                if (nt) {                                                                       \
+                    _mm512_stream_si512((__m512i*)d, v[k]);                                     \
+                } else if (t4 == 48) {                                                          \
+                    _mm512_storeu_si512(d, v[k]);                                               \
+                } else {                                                                        \
+                    /* the fourth group overlaps the third: nothing past its last lane */      \
+                    _mm512_mask_storeu_epi8(d, 0xffffffffffffull, v[k]);                        \
+                    _mm_storeu_si128((__m128i*)(d + t4), _mm512_extracti32x4_epi32(v[k], 3));   \
+                }                                                                               \
             }                                                                                   \
         }                                                                                       \
     }                                                                                           \
@@ -817,7 +849,7 @@ rq_singles_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t 
 TGT static __attribute__((noinline)) void                                                       \
 rq_quads_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB,               \
                      int64_t nquads, int64_t nbv, const float* ssc, const float* dinv,          \
-                     const rq_math_t* m, int nt, int mode) {                                    \
+                     const rq_math_t* m, int nt, int mode, int64_t t4) {                        \
     if (mode == RQ_PURE) RQ_QUADS(SN, DN, RQ_PURE)                                              \
     else if (mode == RQ_DSCALE) RQ_QUADS(SN, DN, RQ_DSCALE)                                     \
     else if (mode == RQ_DSCALE_ZP) RQ_QUADS(SN, DN, RQ_DSCALE_ZP)                               \
@@ -835,9 +867,15 @@ TGT static void rq_block_##SN##_##DN(const void* src, void* dst, const rq_block_
         mode = RQ_ANY;                                                                          \
     const char* s = (const char*)src;                                                           \
     char* d = (char*)dst;                                                                       \
-    if (RQ_B8_##ST && rq_quads_fit(k, m)) {                                                     \
+    const int quads = RQ_B8_##ST && rq_quads_fit(k, m);                                         \
+    if (k->last != 16 * (k->ngroups - 1) && !quads) {                                           \
+        rq_block_split(rq_block_##SN##_##DN, src, dst, k, m, DSIZE);                            \
+        return;                                                                                 \
+    }                                                                                           \
+    if (quads) {                                                                                \
+        /* the last quad's fourth group in its column: 48, or where it overlaps the third */   \
         rq_quads_##SN##_##DN(s, k->soff, d, k->dB, k->ngroups / 4, k->nbv, k->ssc, k->dinv, m,  \
-                             (int)k->nt, mode);                                                 \
+                             (int)k->nt, mode, k->last - 16 * (k->ngroups - 4));                \
     } else if (RQ_F32_##ST && rq_singles_fit(k)                                                 \
                && (RQ_W16_##SN ? mode == RQ_PURE                                                \
                                : RQ_B8_##SN && (mode == RQ_PURE || mode == RQ_SSCALE            \
@@ -1379,7 +1417,7 @@ RQ_TGT2 static void rq2_block_##SN##_##DN(const void* src, void* dst, const rq_b
                        || m->has_dzp || m->has_adj);                                            \
     for (int64_t g = 0; g < k->ngroups; g++) {                                                  \
         int32_t* acc = k->acc ? k->acc + 16 * g : (int32_t*)0;                                  \
-        char* d = (char*)dst + 16 * g * DSIZE;                                                  \
+        char* d = (char*)dst + (g == k->ngroups - 1 ? k->last : 16 * g) * DSIZE;                \
         if (pure)                                                                               \
             rq2_tile_##SN##_##DN((const char*)src, k->soff + 16 * g, d, k->dB, k->nbv, k->nbw,  \
                                  k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m, acc,        \

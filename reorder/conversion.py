@@ -63,12 +63,13 @@ def _split_node(nodes, qstrides):
 
 def part_group_bytes_fit(lanes, b):
     """Whether 1-byte outputs of `lanes` lanes that are not whole groups of 16 take the tile
-    over B `b` (else they convert on the source's layout and move): with 64 lanes or more (a
-    position's first groups go four at a time), or 32 or more read over more than one chunk
-    of B. Fewer take one group at a time, which measured slower than the two passes where a
-    position is one chunk (nChw16c -> nchw at 7x7: 49 lanes) or the last group repeats most
-    of its lanes (nchw -> nhwc at C=19) (docs/kernels.md)."""
-    return lanes >= 64 or (lanes >= 32 and b.extent > 16)
+    over B `b` (else they convert on the source's layout and move): where a position's groups
+    go four at a time, all of them (4, 8, ... groups, the last overlapping: 49 lanes of a 7x7
+    plane) or the first ones (64 lanes or more), or with 32 lanes or more read over more than
+    one chunk of B. Others take one group at a time, which measured slower than the two
+    passes where a position is one chunk or the last group repeats most of its lanes
+    (nchw -> nhwc at C=19) (docs/kernels.md)."""
+    return lanes >= 64 or -(-lanes // 16) % 4 == 0 or (lanes >= 32 and b.extent > 16)
 
 
 def _tile_layout(prob):

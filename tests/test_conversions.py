@@ -1292,7 +1292,10 @@ def test_tile_streams_f32_columns(stag, dtag, dims, sdt, ddt, kw, nt, more, simd
 # shows; a sum with dst, which the second write would add twice, keeps the other paths.
 # (src tag, dst tag, dims, whether 1-byte outputs take the tile: conversion.part_group_bytes_fit)
 PART_GROUPS = [
-    ("aBcd16b", "abcd", (2, 32, 7, 7), False),  # 49 lanes: 3 groups, the last at 33..48
+    ("aBcd16b", "abcd", (2, 32, 7, 7), True),   # 49 lanes: 3 groups, the last at 33..48; fours
+    ("aBcd16b", "abcd", (1, 19, 7, 7), True),   # the same, and a padded block's 3 columns
+    ("acdb", "abcd", (1, 21, 7, 7), True),      # the same over 21 channels: a partial chunk
+    ("aBcd16b", "abcd", (1, 16, 11, 11), True),  # 121 lanes: 8 groups, the last at 105
     ("aBcd16b", "abcd", (1, 32, 9, 9), True),   # 81 lanes: four groups at once, one, one at 65
     ("aBcd16b", "abcd", (1, 19, 5, 5), False),  # 25 lanes; a padded block (3 of 16 columns)
     ("acdb", "abcd", (2, 40, 3, 7), False),     # 21 pixels over 40 channels: a partial chunk

@@ -1290,18 +1290,20 @@ def test_tile_streams_f32_columns(stag, dtag, dims, sdt, ddt, kw, nt, more, simd
 # lanes they share twice with the same values. dst starts as 0x5A, so a group that ran past
 # the last lane (into the next row's lanes, written before or after) or a lane left unwritten
 # shows; a sum with dst, which the second write would add twice, keeps the other paths.
-# (src tag, dst tag, dims, whether 1-byte outputs take the tile: conversion.part_group_bytes_fit)
+# (src tag, dst tag, dims, the tile's lanes, whether 1-byte outputs take the tile:
+# conversion.part_group_bytes_fit)
 PART_GROUPS = [
-    ("aBcd16b", "abcd", (2, 32, 7, 7), True),   # 49 lanes: 3 groups, the last at 33..48; fours
-    ("aBcd16b", "abcd", (1, 19, 7, 7), True),   # the same, and a padded block's 3 columns
-    ("acdb", "abcd", (1, 21, 7, 7), True),      # the same over 21 channels: a partial chunk
-    ("aBcd16b", "abcd", (1, 16, 11, 11), True),  # 121 lanes: 8 groups, the last at 105
-    ("aBcd16b", "abcd", (1, 32, 9, 9), True),   # 81 lanes: four groups at once, one, one at 65
-    ("aBcd16b", "abcd", (1, 19, 5, 5), False),  # 25 lanes; a padded block (3 of 16 columns)
-    ("acdb", "abcd", (2, 40, 3, 7), False),     # 21 pixels over 40 channels: a partial chunk
-    ("abcd", "acdb", (2, 19, 4, 9), False),     # 19 channels over 36 pixels
-    ("abcd", "acdb", (1, 33, 2, 20), True),     # 33 lanes: the last group at 17..32
-    ("acdb", "abcd", (1, 20, 1, 17), False),    # 17 lanes: the last group at 1..16
+    ("aBcd16b", "abcd", (2, 32, 7, 7), 49, True),    # 3 groups, the last at 33..48; fours
+    ("aBcd16b", "abcd", (1, 19, 7, 7), 49, True),    # the same, and a padded block's 3 columns
+    ("acdb", "abcd", (1, 21, 7, 7), 49, True),       # the same over 21 channels: a partial chunk
+    ("aBcd16b", "abcd", (1, 16, 11, 11), 121, True),  # 8 groups, the last at 105
+    ("aBcd16b", "abcd", (1, 32, 9, 9), 81, True),    # four groups at once, one, one at 65
+    ("aBcd16b", "abcd", (1, 19, 5, 5), 25, False),   # a padded block (3 of 16 columns)
+    ("acdb", "abcd", (2, 40, 3, 7), 21, False),      # 21 pixels over 40 channels
+    ("abcd", "acdb", (2, 19, 4, 9), 19, False),      # 19 channels over 36 pixels
+    ("abcd", "acdb", (1, 33, 2, 20), 33, True),      # the last group at 17..32
+    ("acdb", "abcd", (1, 20, 1, 17), 17, False),     # the last group at 1..16
+    ("abcd", "aBcd20b", (2, 30, 3, 5), 20, False),   # blocks of 20 lanes, the last 10 padding
 ]
 PART_CONVERSIONS = [
     ("f32", "s8", {"dst_scales": 0.25}),
@@ -1318,9 +1320,10 @@ PART_CONVERSIONS = [
 @pytest.mark.parametrize("stream", [False, True], ids=["cached-stores", "streaming-stores"])
 @pytest.mark.parametrize("sdt,ddt,kw", PART_CONVERSIONS,
                          ids=[f"{a}-{b}-" + "-".join(k for k in kw) for a, b, kw in PART_CONVERSIONS])
-@pytest.mark.parametrize("stag,dtag,dims,bytes_fit", PART_GROUPS,
-                         ids=[f"{s}-{d}-{'x'.join(map(str, v))}" for s, d, v, _ in PART_GROUPS])
-def test_tile_lanes_not_whole_groups(stag, dtag, dims, bytes_fit, sdt, ddt, kw, stream, simd):
+@pytest.mark.parametrize("stag,dtag,dims,nlanes,bytes_fit", PART_GROUPS,
+                         ids=[f"{s}-{d}-{'x'.join(map(str, v))}" for s, d, v, _, _ in PART_GROUPS])
+def test_tile_lanes_not_whole_groups(stag, dtag, dims, nlanes, bytes_fit, sdt, ddt, kw, stream,
+                                     simd):
     rng = np.random.default_rng(zlib.crc32(f"{stag} {dims} {sdt} {ddt}".encode()))
     if "src_scale_mask" in kw:
         kw = dict(kw, src_scales=np.linspace(0.25, 4.0, dims[1], dtype=np.float32))
@@ -1330,9 +1333,8 @@ def test_tile_lanes_not_whole_groups(stag, dtag, dims, bytes_fit, sdt, ddt, kw, 
     # channel scales along B (the channels, into abcd) keep the tile out, as for whole groups
     tile = "sum_beta" not in kw and not ("src_scale_mask" in kw and dtag == "abcd") \
         and (bytes_fit or ddt not in ("s8", "u8"))
-    parts = [r.nlanes % 16 for r in p.runners if type(r).__name__ == "ConvertTile"]
-    assert parts == ([dims[2] * dims[3] % 16 if dtag == "abcd" else dims[1] % 16]
-                     if tile else []), p.explain()
+    tiles = [r.nlanes for r in p.runners if type(r).__name__ == "ConvertTile"]
+    assert tiles == ([nlanes] if tile else []), p.explain()
     check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng, fill=0x5A)
 
 

@@ -79,8 +79,9 @@ def _tile_layout(prob):
     at least 16 of them (`c16` of nChw16c; `4i16o4i` of OIhw4i16o4i; the 49 pixels of a 7x7
     plane). Lanes that are not whole groups of 16 end in a group that overlaps the one before
     (see _lane_tables), which writes the shared lanes twice: not with a sum with dst or
-    compensation sums, nor for 1-byte outputs that part_group_bytes_fit turns away. B: the node that is contiguous in src (`hw`); scales and compensation
-    must not vary along it. The rest are outer nodes, walked as usual."""
+    compensation sums, nor for 1-byte outputs that part_group_bytes_fit turns away. B: the
+    node that is contiguous in src (`hw`); scales and compensation must not vary along it.
+    The rest are outer nodes, walked as usual."""
     nodes, qs = list(prob.nodes), list(prob.qstrides)
     if len(nodes) < 2:
         return None

@@ -6,9 +6,9 @@ problems with conversion attributes; the block kernel comes before transpose and
 blocked in two dims (OIhw16i16o, OIhw4i16o4i) whose blocks fit its scratch; the generic kernel
 accepts everything, so every valid
 pair has a plan. Blockings that do not nest (48c against 32c) are planned as two steps through
-the plain layout, and a conversion across layouts that only the strided walk could take (a
-plane of 49 pixels, nChw16c -> nchw, into s8) as a move and a conversion on an unchanged
-layout (a narrowing conversion first, so that the move carries the narrower type).
+the plain layout, and a conversion across layouts that only the strided walk could take (19
+channels, nchw -> nhwc, into s8) as a move and a conversion on an unchanged layout (a
+narrowing conversion first, so that the move carries the narrower type).
 """
 import math
 

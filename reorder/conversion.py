@@ -176,9 +176,10 @@ def _outer_rows(onodes, oq):
 
 def _lane_tables(prob, chain, blk_dims):
     """Per-lane src offset, scale index, comp index and checked-dim coordinates, in dst
-    order (lane j = sum of digit * dst stride over the chain), in whole groups of 16: when
-    the L lanes are not, the last group holds lanes L-16 .. L-1 (overlapping the group before
-    rather than running past the last lane into what follows it in dst)."""
+    order (lane j = sum of digit * dst stride over the chain), and the lane count L. The
+    tables are whole groups of 16: when the L lanes are not, the last group holds lanes
+    L-16 .. L-1 (overlapping the group before rather than running past the last lane into
+    what follows it in dst)."""
     n = math.prod(prob.nodes[i].extent for i in chain)
     j = np.arange(n, dtype=np.int64)
     if n % 16:
@@ -193,7 +194,7 @@ def _lane_tables(prob, chain, blk_dims):
         coff += digit * cs
         if nd.dim >= 0:
             acoord[blk_dims.index(nd.dim)] += digit * nd.weight
-    return soff, koff, coff, acoord
+    return soff, koff, coff, acoord, n
 
 
 def _arith(a, sscale, dscale, src_zp, dst_zp, beta):
@@ -347,7 +348,7 @@ class ConversionKernel(Kernel):
         onodes = [prob.nodes[i] for i in outer]
         oq = [prob.qstrides[i] for i in outer]
         nodes = _outer_rows(onodes, oq)
-        soff, koff, coff, acoord = _lane_tables(prob, chain, blk_dims)
+        soff, koff, coff, acoord, nlanes = _lane_tables(prob, chain, blk_dims)
         b = prob.nodes[ib]
         bvec = np.array([b.extent, b.ds, b.weight, b.dim], dtype=np.int64)
         # whole 64-byte lines: of f32 columns, of 16-bit ones two groups wide and 1-byte ones
@@ -361,5 +362,4 @@ class ConversionKernel(Kernel):
             b.extent * prob.src.dtype.itemsize <= TILE_WIDE_ROW_BYTES else 1
         return _convert.ConvertTile(*codes, nodes, checked, arith, _split_node(onodes, oq),
                                     soff, koff, coff, acoord, np.array(blk_dims, dtype=np.int64),
-                                    bvec, nt, groups,
-                                    math.prod(prob.nodes[i].extent for i in chain))
+                                    bvec, nt, groups, nlanes)

@@ -348,18 +348,18 @@ RQ_TR8(u8)
    in and out), a dst or src scale with a zero point (u8 activations out and in), or any
    (flags read at run time: their tests in unrolled loops cost more than the conversion).
    sk / dk: the scales step along a run (rows, grids), whose bodies with a scale take one
-   common value; the tiles read per-lane scale vectors either way and pass 0. */
+   common value; the tiles read per-lane scale vectors either way and pass 0. A zero point
+   without its scale takes the zero point's body: an absent scale reads 1.0 (Arith), and
+   multiplying by 1.0 is exact. */
 enum { RQ_PURE, RQ_SSCALE, RQ_DSCALE, RQ_DSCALE_ZP, RQ_SSCALE_ZP, RQ_ANY };
 static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
     const int rest = m->has_szp || m->has_sum || m->has_dzp || m->has_adj;
     if (!(rest || m->has_sscale || m->has_dscale)) return RQ_PURE;
     if (!rest && m->has_sscale && !m->has_dscale && !sk) return RQ_SSCALE;
     if (!rest && m->has_dscale && !m->has_sscale && !dk) return RQ_DSCALE;
-    if (m->has_dscale && m->has_dzp && !dk && !(m->has_szp || m->has_sum || m->has_adj
-                                                || m->has_sscale))
+    if (m->has_dzp && !dk && !(m->has_szp || m->has_sum || m->has_adj || m->has_sscale))
         return RQ_DSCALE_ZP;
-    if (m->has_sscale && m->has_szp && !sk && !(m->has_dzp || m->has_sum || m->has_adj
-                                                || m->has_dscale))
+    if (m->has_szp && !sk && !(m->has_dzp || m->has_sum || m->has_adj || m->has_dscale))
         return RQ_SSCALE_ZP;
     return RQ_ANY;
 }

@@ -930,10 +930,11 @@ ROW_STREAMS = [("f32", "s8", {"dst_scales": 0.25, "dst_zero_point": -3}),
                ("f32", "u8", {"dst_scales": 0.25, "dst_zero_point": 100}),
                ("f32", "bf16", {}), ("f32", "f16", {}), ("f64", "f32", {}),
                ("f32", "s32", {"dst_scales": 1e-3}), ("f32", "f32", {"src_scales": 3.0}),
-               ("f16", "u8", {})]
+               ("f16", "u8", {}), ("f32", "u8", {"dst_zero_point": 100})]
 
 
-@pytest.mark.parametrize("sdt,ddt,kw", ROW_STREAMS, ids=[f"{s}-{d}" for s, d, _ in ROW_STREAMS])
+@pytest.mark.parametrize("sdt,ddt,kw", ROW_STREAMS,
+                         ids=[f"{s}-{d}-" + "-".join(kw) for s, d, kw in ROW_STREAMS])
 def test_streamed_rows(sdt, ddt, kw, simd):
     """A plain conversion with its stores streamed (threshold 0): runs shorter than the
     streamed loop, an unaligned head up to the first 64-byte line of dst (outputs offset by
@@ -970,13 +971,16 @@ SRC_ZP_ROWS = [("u8", "f32"), ("s8", "f32"), ("u8", "bf16"), ("s8", "u8")]
 def test_rows_with_a_src_scale_and_zero_point(sdt, ddt, stream, simd):
     """1-byte sources with one src scale and a zero point (u8 activations in) have rows of
     their own; runs of 1 to 4099 elements, whole and partial vectors and lines, the scale
-    common and per element (which takes the rows for any arithmetic), against the reference."""
+    common, absent (the same rows, scaled by 1) and per element (which takes the rows for any
+    arithmetic), against the reference."""
     rng = np.random.default_rng(zlib.crc32(f"{sdt} {ddt} zp".encode()))
     for n in (1, 37, 128, 1000, 4099):
         src = values_for(sdt, n, rng)
-        for scales in (0.5, np.linspace(0.25, 4, n, dtype=np.float32)):
-            kw = {"src_scales": scales, "src_zero_point": 7}
-            if not np.isscalar(scales):
+        for scales in (0.5, None, np.linspace(0.25, 4, n, dtype=np.float32)):
+            kw = {"src_zero_point": 7}
+            if scales is not None:
+                kw["src_scales"] = scales
+            if scales is not None and not np.isscalar(scales):
                 kw["src_scale_mask"] = 1
             p = cached_plan(ro.Desc((n,), sdt, "a"), ro.Desc((n,), ddt, "a"), None,
                             make_attrs(**kw), 0 if stream else 1 << 62)
@@ -1023,11 +1027,13 @@ GRID_PAIRS = [("f32", "s8", {"dst_scales": 0.25, "dst_zero_point": -3}),
               ("f32", "u8", {"dst_scales": np.linspace(0.1, 2, 192, dtype=np.float32),
                              "dst_scale_mask": 2, "dst_zero_point": 100}),
               ("f32", "bf16", {}), ("f32", "f16", {"sum_beta": 0.5}), ("bf16", "f32", {}),
-              ("s8", "f32", {"src_scales": 0.5, "src_zero_point": 7}), ("u8", "f16", {})]
+              ("s8", "f32", {"src_scales": 0.5, "src_zero_point": 7}), ("u8", "f16", {}),
+              ("u8", "f32", {"src_zero_point": 7}), ("f32", "u8", {"dst_zero_point": 100})]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["cached-stores", "streaming-stores"])
-@pytest.mark.parametrize("sdt,ddt,kw", GRID_PAIRS, ids=[f"{s}-{d}" for s, d, _ in GRID_PAIRS])
+@pytest.mark.parametrize("sdt,ddt,kw", GRID_PAIRS,
+                         ids=[f"{s}-{d}-" + "-".join(kw) for s, d, kw in GRID_PAIRS])
 @pytest.mark.parametrize("stag,dtag,dims", GRID_CASES, ids=lambda v: "x".join(map(str, v))
                          if isinstance(v, tuple) else v)
 def test_short_runs_convert_as_a_grid(stag, dtag, dims, sdt, ddt, kw, stream, simd):
@@ -1211,9 +1217,10 @@ def test_word_tiles_in_pairs(stag, dtag, dims, ddt, stream, simd):
     check_plan(p, src, stag, dtag, sdesc, ddesc, {}, rng, fill=0x5A)
 
 
-# Whole positions of 1-byte outputs in fours and of widened f32 outputs one group at a time,
-# each in a loop of its own per arithmetic mode (none, a dst scale, a dst scale and zero
-# point, a src scale, a src scale and zero point, any); the shapes of WORD_PAIRS give them
+# Whole positions of 1-byte outputs in fours and of widened f32 and 16-bit outputs one group at
+# a time, each in a loop of its own per arithmetic mode (none, a dst scale, a dst scale and zero
+# point, a src scale, a src scale and zero point, any; a zero point without its scale takes its
+# zero point's loop, scaled by 1); the shapes of WORD_PAIRS give them
 # whole positions and the ones that take the group-at-a-time body (a padded block, 3 groups
 # where fours need 4, a partial chunk; 24 channels into blocks: 8 valid lanes), and the sum
 # reads dst, which the fours never take.
@@ -1229,7 +1236,11 @@ WHOLE_LOOPS = [
     ("s8", "f32", {}),
     ("s8", "f32", {"src_scales": 0.5}),
     ("u8", "f32", {"src_scales": 0.5, "src_zero_point": 7}),
-    ("u8", "bf16", {"src_scales": 0.5, "src_zero_point": 7}),            # the group body
+    ("u8", "f32", {"src_zero_point": 7}),                                # scaled by 1
+    ("f32", "u8", {"dst_zero_point": 128}),                              # scaled by 1
+    ("u8", "bf16", {"src_scales": 0.5, "src_zero_point": 7}),            # 16-bit outputs
+    ("u8", "bf16", {"src_zero_point": 7}),
+    ("s8", "f16", {}),
 ]
 
 

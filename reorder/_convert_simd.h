@@ -437,7 +437,7 @@ static inline int rq_whole(const rq_block_t* k) {
 }
 /* whether a whole position's lane groups go in pairs (16-bit outputs, the plan's choice), in
    fours (1-byte outputs, the plan's choice; no compensation sums, no sum with dst) or one at a
-   time through the widening chunks (f32 outputs) */
+   time through the widening chunks (f32 outputs; 16-bit ones from scaled 1-byte sources) */
 static inline int rq_pairs_fit(const rq_block_t* k) {
     return k->groups == 2 && k->ngroups % 2 == 0 && rq_whole(k);
 }
@@ -463,16 +463,18 @@ static inline void rq_block_split(rq_block_fn fn, const void* src, void* dst, co
     fn(src, dst, &head, m);
     fn(src, (char*)dst + k->last * dsize, &tail, m);
 }
-#define RQ_SINGLES(SN, DN, MODE)                                                                \
-    for (int64_t g = 0; g < ngroups; g++, soff += 16, ssc += 16, dinv += 16, dst += 64) {      \
+#define RQ_SINGLES(SN, DN, DSIZE, MODE)                                                         \
+    for (int64_t g = 0; g < ngroups; g++, soff += 16, ssc += 16, dinv += 16,                   \
+                                     dst += 16 * DSIZE) {                                       \
         const __m512 vs = _mm512_loadu_ps(ssc), vd = _mm512_loadu_ps(dinv);                     \
         __m512i acc_ = _mm512_setzero_si512();                                                  \
         for (int64_t b0 = 0; b0 < nbv; b0 += 16) {                                              \
-            char* d0_ = dst + b0 * dB * 4;                                                      \
+            char* d0_ = dst + b0 * dB * DSIZE;                                                  \
             if (RQ_W16_##SN)                                                                    \
-                rq_w16f32_##SN##_##DN(src, soff, b0, d0_, dB * 4, nt);                          \
+                rq_w16f32_##SN##_##DN(src, soff, b0, d0_, dB * DSIZE, nt);                      \
             else                                                                                \
-                rq_b8cols_##SN##_##DN(src, soff, b0, d0_, dB * 4, nt, vs, vd, m, &acc_, (MODE)); \
+                rq_b8cols_##SN##_##DN(src, soff, b0, d0_, dB * DSIZE, nt, vs, vd, m, &acc_,     \
+                                      (MODE));                                                  \
         }                                                                                       \
     }
 #define RQ_QUADS(SN, DN, MODE)                                                                  \
@@ -835,16 +837,17 @@ rq_pairs_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
         rq_tile2_##SN##_##DN(src, soff, dst, dB, nbv, nt);                                      \
 }                                                                                               \
 /* A position's lane groups one at a time, each chunk through rq_w16f32 / rq_b8cols (16-bit     \
-   or 1-byte sources to f32, see rq_singles_fit), and four at a time through rq_tile4 (1-byte   \
-   outputs, see rq_quads_fit): their own functions, for the reason of rq_pairs; one loop per    \
-   arithmetic mode, the tiles' mode constants */                                                \
+   sources to f32; 1-byte ones to f32, and scaled to 16-bit outputs, which go in pairs when     \
+   unscaled: see rq_singles_fit and docs/kernels.md), and four at a time through rq_tile4       \
+   (1-byte outputs, see rq_quads_fit): their own functions, for the reason of rq_pairs; one     \
+   loop per arithmetic mode, the tiles' mode constants */                                       \
 TGT static __attribute__((noinline)) void                                                       \
 rq_singles_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB,             \
                        int64_t ngroups, int64_t nbv, const float* ssc, const float* dinv,       \
                        const rq_math_t* m, int nt, int mode) {                                  \
-    if (!RQ_B8_##SN || mode == RQ_PURE) RQ_SINGLES(SN, DN, RQ_PURE)                             \
-    else if (mode == RQ_SSCALE) RQ_SINGLES(SN, DN, RQ_SSCALE)                                   \
-    else RQ_SINGLES(SN, DN, RQ_SSCALE_ZP)                                                       \
+    if (!RQ_B8_##SN || mode == RQ_PURE) RQ_SINGLES(SN, DN, DSIZE, RQ_PURE)                      \
+    else if (mode == RQ_SSCALE) RQ_SINGLES(SN, DN, DSIZE, RQ_SSCALE)                            \
+    else RQ_SINGLES(SN, DN, DSIZE, RQ_SSCALE_ZP)                                                \
 }                                                                                               \
 TGT static __attribute__((noinline)) void                                                       \
 rq_quads_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB,               \
@@ -876,10 +879,11 @@ TGT static void rq_block_##SN##_##DN(const void* src, void* dst, const rq_block_
         /* the last quad's fourth group in its column: 48, or where it overlaps the third */   \
         rq_quads_##SN##_##DN(s, k->soff, d, k->dB, k->ngroups / 4, k->nbv, k->ssc, k->dinv, m,  \
                              (int)k->nt, mode, k->last - 16 * (k->ngroups - 4));                \
-    } else if (RQ_F32_##ST && rq_singles_fit(k)                                                 \
-               && (RQ_W16_##SN ? mode == RQ_PURE                                                \
-                               : RQ_B8_##SN && (mode == RQ_PURE || mode == RQ_SSCALE            \
-                                                || mode == RQ_SSCALE_ZP))) {                    \
+    } else if (rq_singles_fit(k)                                                                \
+               && (RQ_W16_##SN ? RQ_F32_##ST && mode == RQ_PURE                                 \
+                               : RQ_B8_##SN && (mode == RQ_SSCALE || mode == RQ_SSCALE_ZP       \
+                                                || (RQ_F32_##ST && mode == RQ_PURE))            \
+                                 && (RQ_F32_##ST || RQ_W16_##ST))) {                            \
         rq_singles_##SN##_##DN(s, k->soff, d, k->dB, k->ngroups, k->nbv, k->ssc, k->dinv, m,    \
                                (int)k->nt, mode);                                               \
     } else if (RQ_W16_##ST && mode == RQ_PURE && rq_pairs_fit(k)) {                             \

@@ -1323,6 +1323,7 @@ PART_CONVERSIONS = [
     ("f32", "f16", {}),
     ("bf16", "f32", {}),
     ("u8", "f32", {"src_scales": 0.5, "src_zero_point": 7}),
+    ("u8", "bf16", {"src_zero_point": 7}),
     ("s8", "f32", {"src_scale_mask": 2}),       # a scale per channel (lanes into acdb)
     ("f32", "s8", {"sum_beta": 0.5}),           # not the tile: the overlap would sum twice
 ]

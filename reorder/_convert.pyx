@@ -57,7 +57,7 @@ cdef extern from "_convert_simd.h" nogil:
         int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj
         int nt
     ctypedef struct rq_block_t:
-        int64_t ngroups, dB, nbv, nbw, last, nt, groups
+        int64_t ngroups, dB, nbv, nbw, last, nt, groups, common
         const int64_t* soff
         const uint16_t* lanes
         const float* ssc
@@ -685,6 +685,7 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
     blk.lanes, blk.ssc, blk.dinv = lanes, ssc, dinv
     blk.acc = acc if c.acc != NULL else NULL
     blk.last = T.last
+    blk.common = not (c.sscale_masked or c.dscale_masked)
     _walk_start_split(p, &w, lo, split, base)
     fresh = 1                       # lane masks must be (re)computed
     for it in range(lo, hi):

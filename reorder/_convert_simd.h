@@ -37,6 +37,8 @@ typedef struct {
 typedef struct {
     int64_t ngroups, dB, nbv, nbw, last;
     int64_t nt;            /* stream full 64-byte lines (large dst) */
+    int64_t common;        /* the scales are one value each (no mask): ssc[0] and dinv[0] stand
+                              for every lane */
     int64_t groups;        /* lane groups converted at once, the plan's choice: 4 of 1-byte
                               outputs (rq_tile4), 2 of 16-bit ones (rq_tile2), else 1; each
                               column's 64 bytes are then one store */
@@ -335,6 +337,15 @@ RQ_TR8(u8)
         if (ha) w_ = _mm512_mul_ps(w_, adj);                                                    \
         w_; })
 
+/* the same with the scales one value each, in registers vs1 / vd1 */
+#define RQ_ROW_MATH1(V) ({                                                                      \
+        __m512 w_ = (V);                                                                        \
+        if (hz) w_ = _mm512_sub_ps(w_, szp);                                                    \
+        if (hs) w_ = _mm512_mul_ps(w_, vs1);                                                    \
+        if (hd) w_ = _mm512_mul_ps(w_, vd1);                                                    \
+        if (hdz) w_ = _mm512_add_ps(w_, dzp);                                                   \
+        if (ha) w_ = _mm512_mul_ps(w_, adj);                                                    \
+        w_; })
 /* arithmetic of one destination vector, in the order of the scalar code (no sum here) */
 #define RQ_TILE_MATH(V) ({                                                                      \
         __m512 w_ = (V);                                                                        \
@@ -480,7 +491,7 @@ static inline void rq_block_split(rq_block_fn fn, const void* src, void* dst, co
 #define RQ_QUADS(SN, DN, MODE)                                                                  \
     for (int64_t q = 0; q < nquads; q++, soff += 64, ssc += 64, dinv += 64, dst += 64)         \
         rq_tile4_##SN##_##DN(src, soff, dst, dB, nbv, ssc, dinv, m, nt, (MODE),                 \
-                             q == nquads - 1 ? t4 : 48);
+                             q == nquads - 1 ? t4 : 48, (MODE) != RQ_ANY);
 /* all lane groups of one outer position (see rq_block_t), the body compiled for MODE; 1-byte
    outputs four groups at a time and 16-bit ones two, where the plan asks */
 #define RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, MODE)                                          \
@@ -490,7 +501,7 @@ static inline void rq_block_split(rq_block_fn fn, const void* src, void* dst, co
                 && !((MODE) == RQ_ANY && m->has_sum) && rq_full_groups(k->lanes, g, 4)) {       \
             b0 = rq_tile4_##SN##_##DN((const char*)src, k->soff + 16 * g,                       \
                                       (char*)dst + 16 * g, k->dB, k->nbv, k->ssc + 16 * g,      \
-                                      k->dinv + 16 * g, m, (int)k->nt, MODE, 48);               \
+                                      k->dinv + 16 * g, m, (int)k->nt, MODE, 48, 0);            \
             for (int64_t e = g + 3; g < e; g++)                                                 \
                 rq_tile_##SN##_##DN((const char*)src + b0 * SSIZE, k->soff + 16 * g,            \
                                     (char*)dst + 16 * g + b0 * k->dB, k->dB, k->nbv - b0,       \
@@ -583,14 +594,17 @@ rq_tile2_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
    no sum, no sums): a column's 4 x 16 lanes are 64 contiguous bytes of its dst row, stored     \
    whole, where single groups would leave each line to four calls. t4: the fourth group's      \
    place in the column, 48, or less where it overlaps the third (see rq_block_t): the first     \
-   48 bytes then go under a mask and its 16 at t4. Returns the columns done. */                 \
+   48 bytes then go under a mask and its 16 at t4. common: the scales are one value each       \
+   (rq_block_t), held in a register instead of one broadcast load a row. Returns the columns   \
+   done. */                                                                                     \
 TGT static inline __attribute__((always_inline)) int64_t                                        \
 rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB, int64_t nbv,  \
         const float* ssc, const float* dinv, const rq_math_t* m, int nt, const int MODE,        \
-        int64_t t4) {                                                                           \
+        int64_t t4, const int common) {                                                         \
     RQ_MODE_FLAGS(MODE)                                                                         \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 adj = _mm512_set1_ps(m->adj);                                                  \
+    const __m512 vs1 = _mm512_set1_ps(ssc[0]), vd1 = _mm512_set1_ps(dinv[0]);                   \
     (void)hm;                                                                                   \
     nt = nt && t4 == 48 && ((uintptr_t)dst & 63) == 0 && (dB & 63) == 0;                       \
     int64_t b0 = 0;                                                                             \
@@ -602,8 +616,10 @@ rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
             __m512 r[16];                                                                       \
             _Pragma("GCC unroll 16")                                                            \
             for (int a = 0; a < 16; a++)                                                        \
-                r[a] = RQ_ROW_MATH(rq_ld_##SN(src + (soff[16 * g + a] + b0) * SSIZE, 0xffff),   \
-                                   16 * g + a);                                                 \
+                r[a] = common ? RQ_ROW_MATH1(rq_ld_##SN(src + (soff[16 * g + a] + b0) * SSIZE,  \
+                                                        0xffff))                                \
+                              : RQ_ROW_MATH(rq_ld_##SN(src + (soff[16 * g + a] + b0) * SSIZE,   \
+                                                       0xffff), 16 * g + a);                    \
             RQ_TR8U_##ST(r, u[g]);                                                              \
         }                                                                                       \
         _Pragma("GCC unroll 4")                                                                 \
@@ -876,7 +892,9 @@ TGT static void rq_block_##SN##_##DN(const void* src, void* dst, const rq_block_
         return;                                                                                 \
     }                                                                                           \
     if (quads) {                                                                                \
-        /* the last quad's fourth group in its column: 48, or where it overlaps the third */   \
+        /* the last quad's fourth group in its column: 48, or where it overlaps the third; the  \
+           fours' bodies with a scale hold it in a register: a scale per lane takes any */      \
+        if (!k->common && mode != RQ_PURE) mode = RQ_ANY;                                       \
         rq_quads_##SN##_##DN(s, k->soff, d, k->dB, k->ngroups / 4, k->nbv, k->ssc, k->dinv, m,  \
                              (int)k->nt, mode, k->last - 16 * (k->ngroups - 4));                \
     } else if (rq_singles_fit(k)                                                                \

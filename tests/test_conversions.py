@@ -1261,6 +1261,35 @@ def test_whole_positions_in_loops_of_their_own(stag, dtag, dims, sdt, ddt, kw, s
     check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng, fill=0x5A)
 
 
+# The fours' bodies with a scale hold it in one register (the scales one value each, no mask);
+# a scale per lane (channels as lanes: nchw -> nhwc with a per-channel scale) takes the body
+# for any arithmetic, which reads each lane's own. Scales that differ per channel show a lane
+# given another lane's scale.
+FOUR_SCALES = [
+    ("f32", "u8", {"dst_scales": "per channel", "dst_scale_mask": 2, "dst_zero_point": 128}),
+    ("f32", "s8", {"dst_scales": "per channel", "dst_scale_mask": 2}),
+    ("u8", "s8", {"src_scales": "per channel", "src_scale_mask": 2, "src_zero_point": 3}),
+    ("u8", "s8", {"src_scales": 0.5, "src_zero_point": 3}),
+    ("f32", "u8", {"dst_scales": 0.25, "dst_zero_point": 128}),
+]
+
+
+@pytest.mark.parametrize("sdt,ddt,kw", FOUR_SCALES,
+                         ids=[f"{a}-{b}-" + "-".join(kw) for a, b, kw in FOUR_SCALES])
+@pytest.mark.parametrize("dims", [(2, 64, 7, 16), (1, 128, 3, 5)],     # 112 columns; 15: groups
+                         ids=lambda v: "x".join(map(str, v)))
+def test_fours_with_one_scale_or_a_scale_per_lane(dims, sdt, ddt, kw, simd):
+    rng = np.random.default_rng(zlib.crc32(f"{dims} {sdt} {ddt} {sorted(kw)}".encode()))
+    kw = {k: np.linspace(0.05, 3.0, dims[1], dtype=np.float32) if v == "per channel" else v
+          for k, v in kw.items()}
+    sdesc, ddesc = ro.Desc(dims, sdt, "abcd"), ro.Desc(dims, ddt, "acdb")
+    src = qr.place(values_for(sdt, math.prod(dims), rng), dims, "abcd", sdt)
+    p = cached_plan(sdesc, ddesc, None, make_attrs(**kw), 1 << 62)
+    assert type(p.runners[0]).__name__ == "ConvertTile" and p.runners[0].groups == 4, \
+        p.explain()
+    check_plan(p, src, "abcd", "acdb", sdesc, ddesc, kw, rng, fill=0x5A)
+
+
 # f32 columns of the tiles, streamed when the plan streams: from 1-byte sources only in far
 # planes (problem.FAR_PLANE_BYTES), from wider ones wherever the lines are whole;
 # widened, on more than one thread only where a lane group writes many far planes. (nt,

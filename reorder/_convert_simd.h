@@ -337,15 +337,6 @@ RQ_TR8(u8)
         if (ha) w_ = _mm512_mul_ps(w_, adj);                                                    \
         w_; })
 
-/* the same with the scales one value each, in registers vs1 / vd1 */
-#define RQ_ROW_MATH1(V) ({                                                                      \
-        __m512 w_ = (V);                                                                        \
-        if (hz) w_ = _mm512_sub_ps(w_, szp);                                                    \
-        if (hs) w_ = _mm512_mul_ps(w_, vs1);                                                    \
-        if (hd) w_ = _mm512_mul_ps(w_, vd1);                                                    \
-        if (hdz) w_ = _mm512_add_ps(w_, dzp);                                                   \
-        if (ha) w_ = _mm512_mul_ps(w_, adj);                                                    \
-        w_; })
 /* arithmetic of one destination vector, in the order of the scalar code (no sum here) */
 #define RQ_TILE_MATH(V) ({                                                                      \
         __m512 w_ = (V);                                                                        \
@@ -604,7 +595,7 @@ rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
     RQ_MODE_FLAGS(MODE)                                                                         \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 adj = _mm512_set1_ps(m->adj);                                                  \
-    const __m512 vs1 = _mm512_set1_ps(ssc[0]), vd1 = _mm512_set1_ps(dinv[0]);                   \
+    const __m512 vs = _mm512_set1_ps(ssc[0]), vd = _mm512_set1_ps(dinv[0]);                     \
     (void)hm;                                                                                   \
     nt = nt && t4 == 48 && ((uintptr_t)dst & 63) == 0 && (dB & 63) == 0;                       \
     int64_t b0 = 0;                                                                             \
@@ -616,7 +607,7 @@ rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
             __m512 r[16];                                                                       \
             _Pragma("GCC unroll 16")                                                            \
             for (int a = 0; a < 16; a++)                                                        \
-                r[a] = common ? RQ_ROW_MATH1(rq_ld_##SN(src + (soff[16 * g + a] + b0) * SSIZE,  \
+                r[a] = common ? RQ_TILE_MATH(rq_ld_##SN(src + (soff[16 * g + a] + b0) * SSIZE,  \
                                                         0xffff))                                \
                               : RQ_ROW_MATH(rq_ld_##SN(src + (soff[16 * g + a] + b0) * SSIZE,   \
                                                        0xffff), 16 * g + a);                    \

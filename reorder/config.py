@@ -46,8 +46,10 @@ def config_dict() -> dict:
         "simd": _kernels.simd_name(),
         "last-level cache": (f"{machine.LLC_BYTES >> 10} KiB ({machine.LLC_SOURCE})"
                              if machine.LLC_BYTES else "unknown"),
-        "streaming stores": f"source + destination >= {machine.STREAM_MIN_BYTES} bytes "
-                            f"({machine.STREAM_MIN_SOURCE})",
+        "streaming stores": (f"never ({machine.STREAM_MIN_SOURCE})"
+                             if machine.STREAM_MIN_BYTES >= machine.NEVER_STREAM else
+                             f"source + destination >= {machine.STREAM_MIN_BYTES} bytes "
+                             f"({machine.STREAM_MIN_SOURCE})"),
         "cpu": f"{_cpu_name()} ({platform.machine()})",
     }
 

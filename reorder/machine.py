@@ -9,6 +9,9 @@ Once the two together pass half the last-level cache, the stores evict lines the
 still needs and the output would go to memory anyway: streaming wins from there, on one
 thread by 10-30% with the next layer's read counted, and on two from twice that
 (problem.stream_threads; docs/performance.md).
+On Intel Xeons (measured on one 2-core kind reporting a 300 MiB L3) cached stores were as fast
+or faster at every size, up to 2.7 times that L3 on one thread (streamed f32 `nchw -> nhwc`
+took 1.3 times as long): there stores stay cached unless the environment says otherwise.
 REORDER_STREAM_MIN_BYTES overrides it for the process, and every plan takes its own
 `stream_min_bytes`.
 """
@@ -22,6 +25,11 @@ FALLBACK_STREAM_MIN_BYTES = 16 << 20
 ENV_STREAM_MIN_BYTES = "REORDER_STREAM_MIN_BYTES"
 # Reorders moving this fraction of the last-level cache or more stream their stores.
 LLC_DIVISOR = 2
+# A threshold no step reaches: stores stay cached (the byte tiles' fetch ahead, a fraction
+# of the threshold, is off with them: on the same Xeons it measured level or slower).
+NEVER_STREAM = 1 << 62
+# CPU vendors whose streamed stores measured slower than cached ones at every size.
+CACHED_VENDORS = {"GenuineIntel": "Intel"}
 
 
 def _parse_size(text):
@@ -68,9 +76,22 @@ def detect_llc():
     return _sysfs_llc() or _sysconf_llc() or (0, "unknown")
 
 
-def stream_min_bytes_for(llc_bytes, env_value=None):
-    """The default streaming threshold: the environment's value when set, else half the
-    last-level cache, else the fallback."""
+def detect_vendor(path="/proc/cpuinfo"):
+    """The CPU's vendor string ('GenuineIntel', 'AuthenticAMD'), or '' when unknown."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def stream_min_bytes_for(llc_bytes, env_value=None, vendor=""):
+    """The default streaming threshold: the environment's value when set, else none on a
+    vendor whose streamed stores measured slower (NEVER_STREAM), else half the last-level
+    cache, else the fallback."""
     if env_value is not None and env_value.strip():
         try:
             n = int(env_value.strip())
@@ -80,10 +101,21 @@ def stream_min_bytes_for(llc_bytes, env_value=None):
             raise ReorderError(f"{ENV_STREAM_MIN_BYTES} must be an integer number of bytes >= 0, "
                                f"got {env_value!r}")
         return n
+    if vendor in CACHED_VENDORS:
+        return NEVER_STREAM
     return llc_bytes // LLC_DIVISOR if llc_bytes > 0 else FALLBACK_STREAM_MIN_BYTES
 
 
+def stream_min_source(llc_bytes, env_value=None, vendor=""):
+    """Where stream_min_bytes_for's value comes from, in words."""
+    if env_value is not None and env_value.strip():
+        return f"${ENV_STREAM_MIN_BYTES}"
+    if vendor in CACHED_VENDORS:
+        return f"{CACHED_VENDORS[vendor]} CPU: cached stores measured faster"
+    return f"1/{LLC_DIVISOR} of the last-level cache" if llc_bytes else "fallback"
+
+
 LLC_BYTES, LLC_SOURCE = detect_llc()
-STREAM_MIN_BYTES = stream_min_bytes_for(LLC_BYTES, os.environ.get(ENV_STREAM_MIN_BYTES))
-STREAM_MIN_SOURCE = (f"${ENV_STREAM_MIN_BYTES}" if os.environ.get(ENV_STREAM_MIN_BYTES, "").strip()
-                     else f"1/{LLC_DIVISOR} of the last-level cache" if LLC_BYTES else "fallback")
+CPU_VENDOR = detect_vendor()
+STREAM_MIN_BYTES = stream_min_bytes_for(LLC_BYTES, os.environ.get(ENV_STREAM_MIN_BYTES), CPU_VENDOR)
+STREAM_MIN_SOURCE = stream_min_source(LLC_BYTES, os.environ.get(ENV_STREAM_MIN_BYTES), CPU_VENDOR)

@@ -11,8 +11,8 @@ from .machine import STREAM_MIN_BYTES
 # Below this many bytes moved a thread team costs more than it saves.
 PARALLEL_MIN_BYTES = 1 << 18
 # STREAM_MIN_BYTES: default bytes moved (source read + destination written) from which
-# streaming (non-temporal) stores are used on one thread, half the last-level cache
-# (machine.py); a plan takes it as a parameter.
+# streaming (non-temporal) stores are used on one thread, half the last-level cache, or
+# none on Intel CPUs (machine.py); a plan takes it as a parameter.
 __all__ = ["PARALLEL_MIN_BYTES", "STREAM_MIN_BYTES", "Node", "Problem", "Kernel",
            "stream_threads", "far_planes", "slab_lanes"]
 

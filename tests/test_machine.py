@@ -54,12 +54,14 @@ def test_threshold_is_half_the_cache_or_the_environment():
 
 def test_default_threshold_follows_the_detected_cache():
     code = ("import reorder.machine as m\n"
-            "print(m.LLC_BYTES, m.STREAM_MIN_BYTES, m.STREAM_MIN_SOURCE)")
+            "print(m.LLC_BYTES, m.STREAM_MIN_BYTES, repr(m.CPU_VENDOR), m.STREAM_MIN_SOURCE)")
     env = {"PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         timeout=60, check=True).stdout.split(maxsplit=2)
-    llc, threshold, source = int(out[0]), int(out[1]), out[2].strip()
-    if llc:
+                         timeout=60, check=True).stdout.split(maxsplit=3)
+    llc, threshold, vendor, source = int(out[0]), int(out[1]), eval(out[2]), out[3].strip()
+    if vendor == "GenuineIntel":
+        assert threshold == machine.NEVER_STREAM and source.startswith("Intel CPU")
+    elif llc:
         assert threshold == llc // 2 and source == "1/2 of the last-level cache"
     else:
         assert threshold == machine.FALLBACK_STREAM_MIN_BYTES and source == "fallback"
@@ -69,7 +71,41 @@ def test_plans_default_to_the_detected_threshold():
     p = cached_plan(ro.Desc((4, 32, 8, 8), "f32", "nchw"), ro.Desc((4, 32, 8, 8), "f32", "nChw16c"))
     assert p.stream_min_bytes == machine.STREAM_MIN_BYTES
     text = ro.config.config_dict()["streaming stores"]
-    assert str(machine.STREAM_MIN_BYTES) in text
+    if machine.STREAM_MIN_BYTES >= machine.NEVER_STREAM:
+        assert text.startswith("never (") and machine.STREAM_MIN_SOURCE in text
+    else:
+        assert str(machine.STREAM_MIN_BYTES) in text
+
+
+def test_vendor_is_read_from_cpuinfo(tmp_path):
+    f = tmp_path / "cpuinfo"
+    f.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\n")
+    assert machine.detect_vendor(str(f)) == "GenuineIntel"
+    f.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\n")
+    assert machine.detect_vendor(str(f)) == "AuthenticAMD"
+    f.write_text("processor\t: 0\n")
+    assert machine.detect_vendor(str(f)) == ""
+    assert machine.detect_vendor(str(tmp_path / "missing")) == ""
+
+
+def test_intel_keeps_stores_cached_unless_the_environment_says_otherwise():
+    """On Intel CPUs cached stores measured as fast or faster at every size (docs/performance.md):
+    the default streams nothing, even far past the cache; the environment still sets it."""
+    intel = machine.stream_min_bytes_for(32 << 20, vendor="GenuineIntel")
+    assert intel == machine.NEVER_STREAM
+    assert machine.stream_min_bytes_for(32 << 20, "4096", "GenuineIntel") == 4096
+    assert machine.stream_min_bytes_for(32 << 20, vendor="AuthenticAMD") == 16 << 20
+    assert machine.stream_min_source(32 << 20, None, "GenuineIntel").startswith("Intel CPU")
+    assert machine.stream_min_source(32 << 20, "4096", "GenuineIntel") == "$REORDER_STREAM_MIN_BYTES"
+    assert machine.stream_min_source(32 << 20, None, "AuthenticAMD") == "1/2 of the last-level cache"
+    # 2 x 1.6 GB moved, a padded destination among them: nothing streams, on any thread count
+    for src, dst, dims, dtype in (("nchw", "nhwc", (256, 256, 56, 56), "f32"),
+                                  ("nchw", "nChw16c", (1024, 3, 224, 224), "bf16"),
+                                  ("nhwc", "nchw", (256, 256, 56, 56), "u8")):
+        p = cached_plan(ro.Desc(dims, dtype, src), ro.Desc(dims, dtype, dst),
+                        stream_min_bytes=intel)
+        assert [p.streams(n)[0] for n in (1, 2, 3)] == [False] * 3, p.explain()
+        assert not p.runners[0].nt and "streaming" not in p.explain()
 
 
 def test_environment_sets_the_threshold_at_import():

@@ -4,7 +4,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .conversion import arith_for, grid_order, widened_columns_cached
+from .conversion import arith_for, grid_walk, widened_columns_cached
 from .threads import resolve
 from ._kernels import data_address
 from .binding import aligned_empty, bind_source, check_dst, check_out
@@ -195,10 +195,12 @@ class Plan:
             if prob.attrs is not None:
                 lines.append(f"  conversion: {self.attrs.describe(prob.src, prob.dst)}")
             if getattr(st.runner, "grid", 0):
-                walk = grid_order(prob).nodes[-1 - st.runner.grid:]
+                walk = grid_walk(prob, self.stream_min_bytes)[0].nodes[-1 - st.runner.grid:]
+                side = ("the node the source runs on along" if walk[-2].ss == walk[-1].extent
+                        else "the node the destination runs on along, few beside the columns")
                 lines.append(f"  grids: {' x '.join(str(nd.extent) for nd in walk)} "
                              f"({'columns, ' if st.runner.grid == 2 else ''}rows, lanes) "
-                             f"to a SIMD call; the rows are the node the source runs on along")
+                             f"to a SIMD call; the rows are {side}")
             if kernel.name == "transpose":
                 lines.append(f"  tiles: B in slices of {st.runner.slice} a work item"
                              + ("" if st.runner.nt else

@@ -1015,7 +1015,8 @@ def test_tile_scratch_allocation_failure_raises_memory_error():
 # (blocks or pixels) and columns (pixels or blocks) in one SIMD call, cached or streamed.
 GRID_CASES = [
     ("acdb", "aBcd16b", (2, 32, 5, 7)),      # nhwc -> nChw16c: rows the blocks, columns pixels
-    ("aBcd16b", "acdb", (2, 48, 5, 7)),      # nChw16c -> nhwc: rows the pixels, columns blocks
+    ("aBcd16b", "acdb", (2, 48, 5, 7)),      # nChw16c -> nhwc: rows the blocks, columns pixels
+                                             # (streamed: rows the pixels, columns blocks)
     ("aBcd16b", "acdb", (1, 144, 3, 5)),     # 9 blocks: rows not whole lines, cached
     ("aBcd16b", "acdb", (1, 192, 3, 5)),     # 12 blocks: streamed lines of 1, 2 or 4 blocks
     ("acdeb", "aBcde16b", (1, 64, 2, 3, 5)),
@@ -1057,9 +1058,14 @@ def test_short_runs_convert_as_a_grid(stag, dtag, dims, sdt, ddt, kw, stream, si
         want = (1 if "dst_scale_mask" in kw and stag.startswith("aB")
                 else 2 if math.prod(dims) else 0)
         assert p.kernel == "convert" and p.runners[0].grid == want, p.explain()
-        # nChw16c -> nhwc: a pixel's blocks share dst lines, so threads split the pixels
+        # nChw16c -> nhwc: streamed, the pixels are the rows, and as a pixel's blocks share
+        # dst lines, threads split the pixels; cached, the blocks (fewer than the pixels
+        # here) are the rows, each pixel a column writing its whole dst row
         if want == 2 and stag.startswith("aB"):
-            assert p.runners[0].grid_split >= 0, p.explain()
+            r = p.runners[0]
+            rows_are_blocks = "the rows are the node the destination runs on along" in p.explain()
+            assert rows_are_blocks == (not r.nt), p.explain()
+            assert (r.grid_split >= 0) == (not rows_are_blocks), p.explain()
     check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng)
 
 

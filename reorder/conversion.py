@@ -10,9 +10,11 @@ import numpy as np
 
 from . import _convert
 from .attrs import scale_array, sum_factor, zero_point
+from .move_kernels import TILE_DST_BYTES
 from .problem import FAR_PLANE_BYTES, Kernel, Node, far_planes, slab_lanes
 
-__all__ = ["ConversionKernel", "arith_for", "call_values", "widened_columns_cached"]
+__all__ = ["ConversionKernel", "arith_for", "call_values", "tile_b_slice",
+           "widened_columns_cached"]
 
 CODES = _convert.CODES
 
@@ -166,6 +168,54 @@ def _w4i16o4i_layout(prob, layout):
             and n0.dim == n2.dim and (n0.dim < 0 or (n0.weight, n2.weight) == (1, 4))):
         return None
     return onodes, oq, (S, n1.ss, n1.weight, q1[0], q1[1], n1.dim, n0.dim)
+
+
+def _tile_cut(prob):
+    """(prob, layout) as the tile kernel takes it: `prob` itself or with its innermost node
+    split (_split_lanes), and _tile_layout's cut of it; layout None when neither fits."""
+    layout = _tile_layout(prob)
+    split = None if layout is not None else _split_lanes(prob)
+    split_layout = None if split is None else _tile_layout(split)
+    return (split, split_layout) if split_layout is not None else (prob, layout)
+
+
+def _tile_streams(prob, b, stream_min_bytes):
+    """Whether the tiles stream whole 64-byte lines: of f32 columns, of 16-bit ones two
+    groups wide and 1-byte ones four groups wide or on contiguous columns (AVX-512), of any
+    output whose lines the tile completes (AVX2, see _convert_simd.h); f32 widened from
+    bytes only into far planes."""
+    nt = prob.streams(stream_min_bytes)
+    if prob.src.dtype.itemsize == 1 and prob.dst.dtype.itemsize == 4:
+        nt = nt and b.ds * 4 >= FAR_PLANE_BYTES
+    return nt
+
+
+def tile_b_slice(prob, stream_min_bytes):
+    """The pixels of B a tile position takes at a time where the plan slices B
+    (_cached_b_slice), else 0: for explain() and the tests."""
+    prob, layout = _tile_cut(prob)
+    if layout is None or _w4i16o4i_layout(prob, layout) is not None:
+        return 0
+    b = prob.nodes[layout[1]]
+    return 0 if _tile_streams(prob, b, stream_min_bytes) else \
+        _cached_b_slice(b, prob.dst.dtype.itemsize)
+
+
+def _cached_b_slice(b, dsize):
+    """For a tile whose B lies in far dst rows (nchw -> nhwc: the pixels, a row of every
+    channel each) and whose stores stay cached: the pixels of a slice whose rows fit in
+    TILE_DST_BYTES, a multiple of 16 that divides B, when B's rows would not fit; else 0.
+    A position walks its lane groups one after the other over all of B: with B whole, the
+    first group's lines left L2 before the next group came to fill them (measured on an
+    Intel Xeon, docs/int8.md); the moves' tiles slice B for the same reason."""
+    row = b.ds * dsize
+    if b.dim >= 0 or row < 64 or b.extent * row <= TILE_DST_BYTES:
+        return 0
+    best = 0
+    for n in range(16, min(b.extent, TILE_DST_BYTES // row) + 1, 16):
+        if b.extent % n == 0:
+            best = n
+    return best
 
 
 def _outer_rows(onodes, oq):
@@ -339,11 +389,7 @@ class ConversionKernel(Kernel):
         codes = (CODES[prob.src.dtype.name], CODES[prob.dst.dtype.name])
         checked = np.array(prob.checked, dtype=np.int64).reshape(-1, 3)
         empty = not (prob.nodes and prob.nodes[0].extent)
-        layout = None if empty else _tile_layout(prob)
-        split = None if empty or layout is not None else _split_lanes(prob)
-        split_layout = None if split is None else _tile_layout(split)
-        if split_layout is not None:
-            prob, layout = split, split_layout
+        prob, layout = (prob, None) if empty else _tile_cut(prob)
         w = None if empty else _w4i16o4i_layout(prob, layout)
         if w is not None:
             onodes, oq, params = w
@@ -370,14 +416,17 @@ class ConversionKernel(Kernel):
         nodes = _outer_rows(onodes, oq)
         soff, koff, coff, acoord, nlanes = _lane_tables(prob, chain, blk_dims)
         b = prob.nodes[ib]
-        bvec = np.array([b.extent, b.ds, b.weight, b.dim], dtype=np.int64)
-        # whole 64-byte lines: of f32 columns, of 16-bit ones two groups wide and 1-byte ones
-        # four groups wide or on contiguous columns (AVX-512), of any output whose lines the
-        # tile completes (AVX2, see _convert_simd.h)
-        nt = prob.streams(stream_min_bytes)
-        if prob.src.dtype.itemsize == 1 and prob.dst.dtype.itemsize == 4:
-            nt = nt and b.ds * 4 >= FAR_PLANE_BYTES
+        nt = _tile_streams(prob, b, stream_min_bytes)
         dsize = prob.dst.dtype.itemsize
+        b_in = 0 if nt else _cached_b_slice(b, dsize)
+        if b_in:
+            # an outer node of B's slices, innermost: a position's lane groups fill the
+            # slice's dst rows while they are in L2
+            onodes.append(Node(b.extent // b_in, b_in * b.ss, b_in * b.ds, -1, 1))
+            oq.append((0, 0))
+            nodes = _outer_rows(onodes, oq)
+            b = b._replace(extent=b_in)
+        bvec = np.array([b.extent, b.ds, b.weight, b.dim], dtype=np.int64)
         groups = 2 if dsize == 2 else 4 if dsize == 1 and \
             b.extent * prob.src.dtype.itemsize <= TILE_WIDE_ROW_BYTES else 1
         return _convert.ConvertTile(*codes, nodes, checked, arith, _split_node(onodes, oq),

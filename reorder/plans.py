@@ -4,7 +4,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .conversion import arith_for, grid_walk, widened_columns_cached
+from .conversion import arith_for, grid_walk, tile_b_slice, widened_columns_cached
 from .threads import resolve
 from ._kernels import data_address
 from .binding import aligned_empty, bind_source, check_dst, check_out
@@ -201,6 +201,11 @@ class Plan:
                 lines.append(f"  grids: {' x '.join(str(nd.extent) for nd in walk)} "
                              f"({'columns, ' if st.runner.grid == 2 else ''}rows, lanes) "
                              f"to a SIMD call; the rows are {side}")
+            b_slice = tile_b_slice(prob, self.stream_min_bytes) \
+                if type(st.runner).__name__ == "ConvertTile" else 0
+            if b_slice:
+                lines.append(f"  tiles: B in slices of {b_slice} a position (cached stores: "
+                             f"dst rows <= {_bytes(TILE_DST_BYTES)})")
             if kernel.name == "transpose":
                 lines.append(f"  tiles: B in slices of {st.runner.slice} a work item"
                              + ("" if st.runner.nt else

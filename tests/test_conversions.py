@@ -1428,3 +1428,37 @@ def test_tile_lanes_overlapping_refuse_what_they_would_count_twice():
     with pytest.raises(ValueError, match="compensation"):
         t.run(src.ctypes.data, dst.ctypes.data, 1, acc.ctypes.data)
     check_quantize((40, 20, 3, 3), "abcd", "acdb", ("s8s8", "zp"), 1)
+
+
+# Tiles whose B lies in far dst rows (nchw -> nhwc: a row of every channel a pixel) take B
+# in slices whose dst rows fit TILE_DST_BYTES, a multiple of 16 pixels dividing B, where the
+# stores stay cached; (dims, src, dst, keywords, the slice: 0 when B stays whole)
+SLICED_TILES = [
+    ((1, 520, 9, 32), "bf16", "f32", {}, 48),                  # 520 lanes: a last group overlaps
+    ((2, 1024, 8, 20), "f32", "s8", {"dst_scales": 0.25}, 80),
+    ((2, 1024, 8, 20), "f32", "u8", {"dst_scales": "per channel", "dst_scale_mask": 2,
+                                     "dst_zero_point": 128}, 80),
+    ((1, 512, 12, 12), "u8", "f32", {"src_zero_point": 3, "src_scales": 0.5}, 48),
+    ((1, 256, 7, 33), "f16", "f32", {"sum_beta": 0.5}, 0),     # 231 pixels: no slice divides
+    ((1, 64, 16, 16), "f32", "bf16", {}, 0),                   # 256 rows of 128 bytes fit
+]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["cached-stores", "streaming-stores"])
+@pytest.mark.parametrize("dims,sdt,ddt,kw,want", SLICED_TILES,
+                         ids=[f"{'x'.join(map(str, c[0]))}-{c[1]}-{c[2]}" for c in SLICED_TILES])
+def test_cached_tiles_slice_far_dst_rows(dims, sdt, ddt, kw, want, stream, simd):
+    rng = np.random.default_rng(zlib.crc32(f"{dims} {sdt} {ddt} {sorted(kw)}".encode()))
+    kw = {k: np.linspace(0.05, 3.0, dims[1], dtype=np.float32) if v == "per channel" else v
+          for k, v in kw.items()}
+    sdesc, ddesc = ro.Desc(dims, sdt, "abcd"), ro.Desc(dims, ddt, "acdb")
+    src = qr.place(values_for(sdt, math.prod(dims), rng), dims, "abcd", sdt)
+    p = cached_plan(sdesc, ddesc, None, make_attrs(**kw), 0 if stream else 1 << 62)
+    assert type(p.runners[0]).__name__ == "ConvertTile", p.explain()
+    sliced = [ln for ln in p.explain().splitlines() if "B in slices of" in ln]
+    if want and not p.runners[0].nt:
+        assert sliced == [f"  tiles: B in slices of {want} a position (cached stores: dst rows "
+                          f"<= 128.00 KiB)"], p.explain()
+    else:
+        assert sliced == [], p.explain()
+    check_plan(p, src, "abcd", "acdb", sdesc, ddesc, kw, rng, fill=0x5A)

@@ -340,13 +340,14 @@ def grid_order(prob):
 
 def grid_walk(prob, stream_min_bytes):
     """(prob in the order its grids walk it, grid kind, nt) for a conversion on the element
-    walk: grids where the normalised order and the source's both take them. The rows go along the source (grid_order) where the grid
-    streams, which needs them, or where they are no more than the other order's. Where the
-    source's order would make thousands of rows of a few blocks (nChw16c -> nhwc: 3136
-    pixels a block) and the stores stay cached, the blocks are the rows: each column (a
-    pixel) then writes its whole dst row and reads one line from each block's plane, a few
-    streams the prefetchers follow, where the pixels as rows wrote 64 bytes every 1 KiB
-    (measured on an Intel Xeon: 0.16-0.61 of a copy against 0.88-1.03; docs/int8.md)."""
+    walk: grids where the normalised order and the source's both take them. The rows go
+    along the source (grid_order) where the grid streams, which needs them, or where they
+    are no more than the other order's. Where the source's order would make thousands of
+    rows of a few blocks (nChw16c -> nhwc: 3136 pixels a block) and the stores stay cached,
+    the blocks are the rows: each column (a pixel) then writes its whole dst row and reads
+    one line from each block's plane, a few streams the prefetchers follow, where the
+    pixels as rows wrote 64 bytes every 1 KiB (measured on an Intel Xeon: 0.16-0.61 of a
+    copy against 0.88-1.03; docs/int8.md)."""
     dsize = prob.dst.dtype.itemsize
 
     def streams(walk, grid):

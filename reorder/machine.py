@@ -9,9 +9,10 @@ Once the two together pass half the last-level cache, the stores evict lines the
 still needs and the output would go to memory anyway: streaming wins from there, on one
 thread by 10-30% with the next layer's read counted, and on two from twice that
 (problem.stream_threads; docs/performance.md).
-On Intel Xeons (measured on one 2-core kind reporting a 300 MiB L3) cached stores were as fast
-or faster at every size, up to 2.7 times that L3 on one thread (streamed f32 `nchw -> nhwc`
-took 1.3 times as long): there stores stay cached unless the environment says otherwise.
+On Intel CPUs (measured on one Xeon kind, 2 cores reporting a 300 MiB L3) cached stores were
+as fast or faster at every size, up to 2.7 times that L3 on one thread (streamed f32
+`nchw -> nhwc` took 1.3-1.6 times as long): there stores stay cached unless the environment
+says otherwise.
 REORDER_STREAM_MIN_BYTES overrides it for the process, and every plan takes its own
 `stream_min_bytes`.
 """

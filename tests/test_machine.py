@@ -96,8 +96,9 @@ def test_intel_keeps_stores_cached_unless_the_environment_says_otherwise():
     assert machine.stream_min_bytes_for(32 << 20, "4096", "GenuineIntel") == 4096
     assert machine.stream_min_bytes_for(32 << 20, vendor="AuthenticAMD") == 16 << 20
     assert machine.stream_min_source(32 << 20, None, "GenuineIntel").startswith("Intel CPU")
-    assert machine.stream_min_source(32 << 20, "4096", "GenuineIntel") == "$REORDER_STREAM_MIN_BYTES"
-    assert machine.stream_min_source(32 << 20, None, "AuthenticAMD") == "1/2 of the last-level cache"
+    source = machine.stream_min_source
+    assert source(32 << 20, "4096", "GenuineIntel") == "$REORDER_STREAM_MIN_BYTES"
+    assert source(32 << 20, None, "AuthenticAMD") == "1/2 of the last-level cache"
     # 2 x 1.6 GB moved, a padded destination among them: nothing streams, on any thread count
     for src, dst, dims, dtype in (("nchw", "nhwc", (256, 256, 56, 56), "f32"),
                                   ("nchw", "nChw16c", (1024, 3, 224, 224), "bf16"),

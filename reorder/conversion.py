@@ -360,12 +360,13 @@ def grid_walk(prob, stream_min_bytes):
             and walk.streams(stream_min_bytes)
         return nt and not (grid == 2 and walk.nodes[-2].ds * dsize > GRID_STREAM_ROW_BYTES)
 
-    ordered = grid_order(prob) if grid_kind(prob) else prob
-    grid = grid_kind(ordered) if grid_kind(prob) else 0
+    kind = grid_kind(prob)
+    ordered = grid_order(prob) if kind else prob
+    grid = grid_kind(ordered) if kind else 0
     if not grid:
         return prob, 0, streams(prob, 0)
     nt = streams(ordered, grid)
-    if not nt and grid == 2 and grid_kind(prob) == 2 and ordered.nodes[:-3] == prob.nodes[:-3] \
+    if not nt and grid == 2 and kind == 2 and ordered.nodes[:-3] == prob.nodes[:-3] \
             and prob.nodes[-2].extent < ordered.nodes[-2].extent and not streams(prob, 2):
         return prob, 2, False
     return ordered, grid, nt
@@ -414,7 +415,6 @@ class ConversionKernel(Kernel):
         chain, ib, outer, blk_dims = layout
         onodes = [prob.nodes[i] for i in outer]
         oq = [prob.qstrides[i] for i in outer]
-        nodes = _outer_rows(onodes, oq)
         soff, koff, coff, acoord, nlanes = _lane_tables(prob, chain, blk_dims)
         b = prob.nodes[ib]
         nt = _tile_streams(prob, b, stream_min_bytes)
@@ -425,8 +425,8 @@ class ConversionKernel(Kernel):
             # slice's dst rows while they are in L2
             onodes.append(Node(b.extent // b_in, b_in * b.ss, b_in * b.ds, -1, 1))
             oq.append((0, 0))
-            nodes = _outer_rows(onodes, oq)
             b = b._replace(extent=b_in)
+        nodes = _outer_rows(onodes, oq)
         bvec = np.array([b.extent, b.ds, b.weight, b.dim], dtype=np.int64)
         groups = 2 if dsize == 2 else 4 if dsize == 1 and \
             b.extent * prob.src.dtype.itemsize <= TILE_WIDE_ROW_BYTES else 1

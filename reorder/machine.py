@@ -27,7 +27,8 @@ ENV_STREAM_MIN_BYTES = "REORDER_STREAM_MIN_BYTES"
 # Reorders moving this fraction of the last-level cache or more stream their stores.
 LLC_DIVISOR = 2
 # A threshold no step reaches: stores stay cached (the byte tiles' fetch ahead, a fraction
-# of the threshold, is off with them: on the same Xeons it measured level or slower).
+# of the threshold, is off with them: on the same Xeon it measured slower on three layouts
+# of four, docs/performance.md).
 NEVER_STREAM = 1 << 62
 # CPU vendors whose streamed stores measured slower than cached ones at every size.
 CACHED_VENDORS = {"GenuineIntel": "Intel"}

@@ -1,5 +1,6 @@
 """The last-level cache size is read once, from sysfs (or sysconf), and sets the default
 streaming threshold; REORDER_STREAM_MIN_BYTES overrides it, and a bad value is named."""
+import ast
 import subprocess
 import sys
 
@@ -58,7 +59,7 @@ def test_default_threshold_follows_the_detected_cache():
     env = {"PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          timeout=60, check=True).stdout.split(maxsplit=3)
-    llc, threshold, vendor, source = int(out[0]), int(out[1]), eval(out[2]), out[3].strip()
+    llc, threshold, vendor, source = int(out[0]), int(out[1]), ast.literal_eval(out[2]), out[3].strip()
     if vendor == "GenuineIntel":
         assert threshold == machine.NEVER_STREAM and source.startswith("Intel CPU")
     elif llc:

@@ -4,11 +4,14 @@ REORDER_OPENMP=auto (default) probes and falls back to serial kernels; 0 forces 
 1 fails loudly if OpenMP is unavailable. REORDER_DEBUG=1 builds with bounds checks on.
 REORDER_SANITIZE=1 (gcc/clang) adds AddressSanitizer and UBSan, stopping at the first error;
 load the result with LD_PRELOAD of the compiler's libasan (.ci/checked-build shows how).
+REORDER_BUILD_JOBS=N runs N compilers at once (default: the CPUs this process may use): the
+source files of one module, and the modules, compile side by side.
 """
 import os
 import sys
 import tempfile
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -28,8 +31,32 @@ EMPTY_PROGRAM = "int main(void) { return 0; }\n"
 
 # Any out-of-bounds access or undefined behaviour aborts the process instead of printing on.
 # -O1 (after -O3, so it wins): gcc takes many minutes on the instrumented kernels at -O3.
+# -g1: line tables for the reports' stack traces, without the full debug information.
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
-            "-g", "-O1"]
+            "-g1", "-O1"]
+
+
+def build_jobs():
+    """How many compilers run at once: REORDER_BUILD_JOBS, else the CPUs this process may use."""
+    env = os.environ.get("REORDER_BUILD_JOBS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise RuntimeError(f"REORDER_BUILD_JOBS must be a whole number >= 1, got {env!r}")
+        return int(env)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:              # not Linux
+        return os.cpu_count() or 1
+
+
+def compile_side_by_side(compile, pool):
+    """`compile` (a CCompiler's) with each source of a call a task of `pool`, at most its workers
+    at once across every call: distutils compiles one module's sources in turn, and the
+    conversion kernels are eight files."""
+    def compile_all(sources, **kwargs):
+        tasks = [pool.submit(compile, [source], **kwargs) for source in sources]
+        return [obj for task in tasks for obj in task.result()]
+    return compile_all
 
 
 def openmp_flags(compiler_type):
@@ -72,7 +99,15 @@ class BuildExt(build_ext):
             flags = " ".join(ext.extra_compile_args + (["REORDER_DEBUG=1"] if debug else []))
             flags = flags.replace('"', "")
             ext.define_macros.append(("REORDER_BUILD_FLAGS", f'"{flags}"'))
-        super().build_extensions()
+        jobs = build_jobs()
+        if jobs == 1:
+            super().build_extensions()
+            return
+        with ThreadPoolExecutor(jobs) as pool:
+            self.compiler.compile = compile_side_by_side(self.compiler.compile, pool)
+            if not self.parallel:
+                self.parallel = jobs        # the modules side by side too, in the same pool
+            super().build_extensions()
 
     def _probe(self, cflags, ldflags, source=PROBE):
         """Whether `source` (by default the OpenMP probe) compiles and links with these flags."""
@@ -92,20 +127,28 @@ debug = os.environ.get("REORDER_DEBUG") == "1"
 directives = dict(language_level=3, boundscheck=debug, wraparound=debug, initializedcheck=debug,
                   cdivision=not debug, embedsignature=True)
 # -O3 lets gcc vectorise the fixed-size block loops; never -march=native (wheels run anywhere)
-# and never -ffast-math (reorders and rounding must be bit-exact).
-opt = ["/O2"] if os.name == "nt" else ["-O3"]
+# and never -ffast-math (reorders and rounding must be bit-exact). -g0 overrides the -g of
+# Python's own CFLAGS: debug information for the kernels' macro-written code took most of
+# their compile time (one kernel file: 96 s without, over 5 minutes with) and made the
+# conversion module 73 MB instead of 8.
+opt = ["/O2"] if os.name == "nt" else ["-O3", "-g0"]
 # The headers each module includes, so an edit to one rebuilds its module.
 headers = ["reorder/_blocks.h", "reorder/_cpu.h", "reorder/_simd.h", "reorder/_tiles_narrow.h",
            "reorder/_tiles_narrow512.h", "reorder/_tiles_few.h",
            "reorder/_transpose_avx2.h", "reorder/_transpose_avx512.h"]
 extensions = [
-    Extension("reorder._kernels", ["reorder/_kernels.pyx"], extra_compile_args=list(opt),
-              depends=headers),
     # Conversions must round exactly as written: no a*b+c contraction into FMA.
-    Extension("reorder._convert", ["reorder/_convert.pyx"],
-              depends=["reorder/_cpu.h", "reorder/_convert_simd.h", "reorder/_transpose_avx2.h",
+    # The SIMD kernels compile in files of their own (_convert_simd_x86.h lists them), so that
+    # the build runs them side by side; this module first, as its compile is the longest.
+    Extension("reorder._convert", ["reorder/_convert.pyx"] + [
+                  f"reorder/_convert_{family}.c" for family in
+                  ("tiles_float", "tiles_int", "tiles_bf16hw", "avx2", "rows", "grids", "weights")],
+              depends=["reorder/_cpu.h", "reorder/_convert_args.h", "reorder/_convert_simd.h",
+                       "reorder/_convert_simd_x86.h", "reorder/_transpose_avx2.h",
                        "reorder/_transpose_avx512.h"],
               extra_compile_args=list(opt) + ([] if os.name == "nt" else ["-ffp-contract=off"])),
+    Extension("reorder._kernels", ["reorder/_kernels.pyx"], extra_compile_args=list(opt),
+              depends=headers),
     Extension("reorder._lowbit", ["reorder/_lowbit.pyx"],
               depends=["reorder/_cpu.h", "reorder/_lowbit.h"],
               extra_compile_args=list(opt) + ([] if os.name == "nt" else ["-ffp-contract=off"])),

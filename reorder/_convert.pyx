@@ -23,8 +23,9 @@ node that carries a comp index, so each accumulator is owned by one thread and t
 is the same for any thread count. A final step turns the sums into -128*sum (s8s8) and
 -sum (zero point).
 
-Three runners share this arithmetic (the SIMD ones live in _convert_simd.h, chosen at run
-time, each with a portable twin here that writes the same bytes):
+Three runners share this arithmetic (the SIMD ones are written in _convert_simd_x86.h and
+chosen at run time in _convert_simd.h, each with a portable twin here that writes the same
+bytes):
   Convert          the strided walk over any node list;
   ConvertTile      16 dst-contiguous lanes x a src-contiguous node, register transposes;
   ConvertW4i16o4i  int8 weights with `4i16o4i` inner blocks (OIhw4i16o4i and relatives).
@@ -744,7 +745,7 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
 
 
 # ---------------------------------------------------------------------------------------------
-# int8 weights with `4i16o4i` inner blocks: see rq_w_t in _convert_simd.h. The outer nodes
+# int8 weights with `4i16o4i` inner blocks: see rq_w_t in _convert_args.h. The outer nodes
 # (with a trailing dummy node) are walked as for the tile kernel; per position the AVX-512
 # VBMI kernel, or the portable loop below, writes S blocks of 256 bytes.
 

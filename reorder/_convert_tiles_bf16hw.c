@@ -1,0 +1,12 @@
+/* The AVX-512 conversion tiles to bf16 through AVX512-BF16's own rounding
+ * (vcvtne2ps2bf16), from every source type. The macros are in _convert_simd_x86.h. */
+#include "_convert_simd_x86.h"
+#if RQ_X86
+RQ_TILE_BF16HW(f32, 4)
+RQ_TILE_BF16HW(f64, 8)
+RQ_TILE_BF16HW(f16, 2)
+RQ_TILE_BF16HW(bf16, 2)
+RQ_TILE_BF16HW(s8, 1)
+RQ_TILE_BF16HW(u8, 1)
+RQ_TILE_BF16HW(s32, 4)
+#endif

@@ -802,7 +802,9 @@ TGT static __attribute__((noinline)) void                                       
 rq_singles_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB,             \
                        int64_t ngroups, int64_t nbv, const float* ssc, const float* dinv,       \
                        const rq_math_t* m, int nt, int mode) {                                  \
-    if (!RQ_B8_##SN || mode == RQ_PURE) RQ_SINGLES(SN, DN, DSIZE, RQ_PURE)                      \
+    /* rq_block's condition: 1-byte sources come unscaled only to f32 (to 16-bit outputs they  \
+       go in pairs), so no such body is compiled */                                             \
+    if (!RQ_B8_##SN || (RQ_F32_##DN && mode == RQ_PURE)) RQ_SINGLES(SN, DN, DSIZE, RQ_PURE)     \
     else if (mode == RQ_SSCALE) RQ_SINGLES(SN, DN, DSIZE, RQ_SSCALE)                            \
     else RQ_SINGLES(SN, DN, DSIZE, RQ_SSCALE_ZP)                                                \
 }                                                                                               \
@@ -1161,17 +1163,24 @@ RQ_TGT2 static inline void rq2_st16_bf16(void* p, __m256 a, __m256 b, __m256i* a
     __m256i w = _mm256_packus_epi32(rq2_bf16_bits(a), rq2_bf16_bits(b));   /* a0-3 b0-3 | a4-7 b4-7 */
     _mm256_storeu_si256((__m256i*)p, _mm256_permute4x64_epi64(w, 0xD8));
 }
-RQ_TGT2 static inline void rq2_st16_s8(void* p, __m256 a, __m256 b, __m256i* acc) {
+/* 16 lanes as bytes in lane order; the s8 ones' values added to acc */
+RQ_TGT2 static inline __m128i rq2_pack16_s8(__m256 a, __m256 b, __m256i* acc) {
     __m256i qa = rq2_q_s8(a), qb = rq2_q_s8(b);
     acc[0] = _mm256_add_epi32(acc[0], qa);
     acc[1] = _mm256_add_epi32(acc[1], qb);
     __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(qa, qb), 0xD8);
-    _mm_storeu_si128((__m128i*)p, _mm_packs_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+    return _mm_packs_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+}
+RQ_TGT2 static inline __m128i rq2_pack16_u8(__m256 a, __m256 b) {
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(rq2_q_u8(a), rq2_q_u8(b)), 0xD8);
+    return _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+}
+RQ_TGT2 static inline void rq2_st16_s8(void* p, __m256 a, __m256 b, __m256i* acc) {
+    _mm_storeu_si128((__m128i*)p, rq2_pack16_s8(a, b, acc));
 }
 RQ_TGT2 static inline void rq2_st16_u8(void* p, __m256 a, __m256 b, __m256i* acc) {
     (void)acc;
-    __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(rq2_q_u8(a), rq2_q_u8(b)), 0xD8);
-    _mm_storeu_si128((__m128i*)p, _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+    _mm_storeu_si128((__m128i*)p, rq2_pack16_u8(a, b));
 }
 /* the same 16 lanes with streaming stores (p aligned to the store width) */
 RQ_TGT2 static inline void rq2_nt16_f32(void* p, __m256 a, __m256 b, __m256i* acc) {
@@ -1196,16 +1205,11 @@ RQ_TGT2 static inline void rq2_nt16_bf16(void* p, __m256 a, __m256 b, __m256i* a
     _mm256_stream_si256((__m256i*)p, _mm256_permute4x64_epi64(w, 0xD8));
 }
 RQ_TGT2 static inline void rq2_nt16_s8(void* p, __m256 a, __m256 b, __m256i* acc) {
-    __m256i qa = rq2_q_s8(a), qb = rq2_q_s8(b);
-    acc[0] = _mm256_add_epi32(acc[0], qa);
-    acc[1] = _mm256_add_epi32(acc[1], qb);
-    __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(qa, qb), 0xD8);
-    _mm_stream_si128((__m128i*)p, _mm_packs_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+    _mm_stream_si128((__m128i*)p, rq2_pack16_s8(a, b, acc));
 }
 RQ_TGT2 static inline void rq2_nt16_u8(void* p, __m256 a, __m256 b, __m256i* acc) {
     (void)acc;
-    __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(rq2_q_u8(a), rq2_q_u8(b)), 0xD8);
-    _mm_stream_si128((__m128i*)p, _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+    _mm_stream_si128((__m128i*)p, rq2_pack16_u8(a, b));
 }
 /* rows of bytes: 32 values per store, the clamped int32 packed in two steps (the packs
    saturate as the clamps would; no accumulator: rows never carry compensation) and the

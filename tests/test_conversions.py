@@ -236,7 +236,7 @@ def walk(request, monkeypatch):
     """True: the planner's move-then-convert for walks across layouts is off, so those
     layouts run the element walk (the plan caches are emptied around it)."""
     if request.param:
-        monkeypatch.setattr(planner, "_slow_walk", lambda step: False)
+        monkeypatch.setattr(planner, "_slow_walk", lambda step, stream_min_bytes: False)
     _steps.cache_clear()
     cached_plan.cache_clear()
     yield request.param

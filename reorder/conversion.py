@@ -11,7 +11,7 @@ import numpy as np
 from . import _convert
 from .attrs import scale_array, sum_factor, zero_point
 from .move_kernels import TILE_DST_BYTES
-from .problem import FAR_PLANE_BYTES, Kernel, Node, far_planes, slab_lanes
+from .problem import FAR_PLANE_BYTES, Kernel, Node, far_plane_slice, far_planes, slab_lanes
 
 __all__ = ["ConversionKernel", "arith_for", "call_values", "tile_b_slice",
            "widened_columns_cached"]
@@ -191,31 +191,37 @@ def _tile_streams(prob, b, stream_min_bytes):
 
 
 def tile_b_slice(prob, stream_min_bytes):
-    """The pixels of B a tile position takes at a time where the plan slices B
-    (_cached_b_slice), else 0: for explain() and the tests."""
+    """(the columns of B a tile position takes at a time where the plan slices B, else 0;
+    whether they are far dst planes), as _cached_b_slice: for explain() and the tests."""
     prob, layout = _tile_cut(prob)
     if layout is None or _w4i16o4i_layout(prob, layout) is not None:
-        return 0
+        return 0, False
     b = prob.nodes[layout[1]]
-    return 0 if _tile_streams(prob, b, stream_min_bytes) else \
-        _cached_b_slice(b, prob.dst.dtype.itemsize)
+    if _tile_streams(prob, b, stream_min_bytes):
+        return 0, False
+    ssize, dsize = prob.src.dtype.itemsize, prob.dst.dtype.itemsize
+    return _cached_b_slice(b, ssize, dsize), bool(far_plane_slice(b, ssize, dsize))
 
 
-def _cached_b_slice(b, dsize):
-    """For a tile whose B lies in far dst rows (nchw -> nhwc: the pixels, a row of every
-    channel each) and whose stores stay cached: the pixels of a slice whose rows fit in
-    TILE_DST_BYTES, a multiple of 16 that divides B, when B's rows would not fit; else 0.
-    A position walks its lane groups one after the other over all of B: with B whole, the
-    first group's lines left L2 before the next group came to fill them (measured on an
-    Intel Xeon, docs/int8.md); the moves' tiles slice B for the same reason."""
-    row = b.ds * dsize
-    if b.dim >= 0 or row < 64 or b.extent * row <= TILE_DST_BYTES:
+def _cached_b_slice(b, ssize, dsize):
+    """For a tile whose stores stay cached, the columns of B a position takes at a time, a
+    multiple of 16 that divides B, or 0 for B whole (no such slice, or no need):
+    * B far dst planes (nhwc -> nchw: the channels, a plane each): problem.far_plane_slice.
+      With B whole a lane group wrote every plane at once; measured on an Intel Xeon, the
+      widening conversions read 2-3 times as fast in slices (docs/kernels.md).
+    * B far dst rows (nchw -> nhwc: the pixels, a row of every channel each): rows that fit
+      in TILE_DST_BYTES, when B's do not. A position walks its lane groups one after the
+      other over all of B: with B whole, the first group's lines left L2 before the next
+      came to fill them (docs/int8.md); the moves' tiles slice B for the same reason."""
+    if b.dim >= 0:
         return 0
-    best = 0
-    for n in range(16, min(b.extent, TILE_DST_BYTES // row) + 1, 16):
-        if b.extent % n == 0:
-            best = n
-    return best
+    far = far_plane_slice(b, ssize, dsize)
+    row = b.ds * dsize
+    if b.extent <= far or not far and (row < 64 or b.extent * row <= TILE_DST_BYTES):
+        return 0
+    most = far or TILE_DST_BYTES // row
+    return max((n for n in range(16, min(b.extent - 1, most) + 1, 16) if b.extent % n == 0),
+               default=0)
 
 
 def _outer_rows(onodes, oq):
@@ -419,10 +425,10 @@ class ConversionKernel(Kernel):
         b = prob.nodes[ib]
         nt = _tile_streams(prob, b, stream_min_bytes)
         dsize = prob.dst.dtype.itemsize
-        b_in = 0 if nt else _cached_b_slice(b, dsize)
+        b_in = 0 if nt else _cached_b_slice(b, prob.src.dtype.itemsize, dsize)
         if b_in:
-            # an outer node of B's slices, innermost: a position's lane groups fill the
-            # slice's dst rows while they are in L2
+            # an outer node of B's slices, innermost: a position's lane groups walk one
+            # slice's dst rows or planes at a time
             onodes.append(Node(b.extent // b_in, b_in * b.ss, b_in * b.ds, -1, 1))
             oq.append((0, 0))
             b = b._replace(extent=b_in)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _kernels
-from .problem import ALL_THREADS, Kernel, far_planes, slab_lanes
+from .problem import ALL_THREADS, Kernel, far_plane_slice, far_planes, slab_lanes
 
 __all__ = ["CopyKernel", "BlockKernel", "TransposeKernel", "GenericKernel"]
 
@@ -316,6 +316,14 @@ class TransposeKernel(Kernel):
         ib, ic, _ = cls._pick(prob)
         return prob.itemsize <= 2 and ic is None and far_planes(prob.nodes[ib], prob.itemsize)
 
+    @classmethod
+    def far_slice(cls, prob):
+        """B's columns a work item takes with cached stores where B (one node) is far dst
+        planes (problem.far_plane_slice), else 0: the dst footprint bound (TILE_DST_BYTES)
+        is for B's rows near each other, and with A long it cut far planes to 16 a slice."""
+        ib, ic, _ = cls._pick(prob)
+        return 0 if ic is not None else far_plane_slice(prob.nodes[ib], prob.itemsize)
+
     def prepare(self, prob, stream_min_bytes):
         ib, ic, ia = self._pick(prob)
         b = prob.nodes[ib]
@@ -329,7 +337,10 @@ class TransposeKernel(Kernel):
         per = -(-16 // outer) if outer < 16 else 1
         slice_ = n if per == 1 else min(n, max(step, _round_up(-(-n // per), step)))
         nt = prob.streams(stream_min_bytes)
-        if not nt:
+        far = self.far_slice(prob)
+        if not nt and far:
+            slice_ = min(slice_, far)
+        elif not nt:
             height = prob.nodes[-1].extent * (prob.nodes[ia].extent if ia is not None else 1)
             slice_ = min(slice_,
                          max(step, TILE_DST_BYTES // (height * prob.itemsize) // step * step))

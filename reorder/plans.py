@@ -12,8 +12,13 @@ from .desc import _bytes, _fmt
 from .errors import ReorderError
 from .move_kernels import TILE_DST_BYTES
 from .planner import plan_steps
-from .problem import PARALLEL_MIN_BYTES, STREAM_MIN_BYTES, stream_threads
+from .problem import (FAR_SLICE_BYTES, FAR_SLICE_PLANES, PARALLEL_MIN_BYTES, STREAM_MIN_BYTES,
+                      stream_threads)
 from .tags import ABC
+
+# explain()'s words for a tile slice of far dst planes (problem.far_plane_slice)
+_FAR = (f"far dst planes, {FAR_SLICE_BYTES} bytes over the output's element size, at "
+        f"most {FAR_SLICE_PLANES})")
 
 __all__ = ["Plan"]
 
@@ -201,15 +206,16 @@ class Plan:
                 lines.append(f"  grids: {' x '.join(str(nd.extent) for nd in walk)} "
                              f"({'columns, ' if st.runner.grid == 2 else ''}rows, lanes) "
                              f"to a SIMD call; the rows are {side}")
-            b_slice = tile_b_slice(prob, self.stream_min_bytes) \
-                if type(st.runner).__name__ == "ConvertTile" else 0
+            b_slice, far = tile_b_slice(prob, self.stream_min_bytes) \
+                if type(st.runner).__name__ == "ConvertTile" else (0, False)
             if b_slice:
                 lines.append(f"  tiles: B in slices of {b_slice} a position (cached stores: "
-                             f"dst rows <= {_bytes(TILE_DST_BYTES)})")
+                             + (_FAR if far else f"dst rows <= {_bytes(TILE_DST_BYTES)})"))
             if kernel.name == "transpose":
+                far = not st.runner.nt and kernel.far_slice(prob)
                 lines.append(f"  tiles: B in slices of {st.runner.slice} a work item"
-                             + ("" if st.runner.nt else
-                                f" (cached stores: dst footprint <= {_bytes(TILE_DST_BYTES)})"))
+                             + ("" if st.runner.nt else " (cached stores: " + (_FAR if far else
+                                f"dst footprint <= {_bytes(TILE_DST_BYTES)})")))
             if st.runner.nt:
                 moved, smb = _bytes(prob.moved_bytes), _bytes(self.stream_min_bytes)
                 by_bytes = stream_threads(prob.moved_bytes, self.stream_min_bytes, prob.dst_bytes)

@@ -14,7 +14,7 @@ PARALLEL_MIN_BYTES = 1 << 18
 # streaming (non-temporal) stores are used on one thread, half the last-level cache, or
 # none on Intel CPUs (machine.py); a plan takes it as a parameter.
 __all__ = ["PARALLEL_MIN_BYTES", "STREAM_MIN_BYTES", "Node", "Problem", "Kernel",
-           "stream_threads", "far_planes", "slab_lanes"]
+           "stream_threads", "far_planes", "far_plane_slice", "slab_lanes"]
 
 # On two threads the cached stores' line reads overlap: streaming pays from twice the
 # one-thread threshold of bytes moved, or once the destination alone reaches the threshold
@@ -44,6 +44,24 @@ def far_planes(node, itemsize):
     """Whether the columns of `node` (a tile's B) are FAR_PLANES or more dst planes, each
     FAR_PLANE_BYTES or more from the next (nhwc -> nchw: the channels)."""
     return node.extent >= FAR_PLANES and node.ds * itemsize >= FAR_PLANE_BYTES
+
+
+# Far planes a tile writes at a time with cached stores: as many as take FAR_SLICE_BYTES of
+# the output's element size, at most FAR_SLICE_PLANES (f32 32, narrower 64). On an Intel Xeon
+# (8x256x56x56 nhwc -> nchw, 1 thread) the f32 move read 1.3 times a 16-plane slice's speed,
+# the widening conversions 2-3 times B whole's (docs/kernels.md).
+FAR_SLICE_BYTES = 128
+FAR_SLICE_PLANES = 64
+
+
+def far_plane_slice(node, itemsize, dst_itemsize=None):
+    """The columns of `node` (a tile's B) a position takes at a time with cached stores
+    where they are far planes (far_planes) in the wider of the two element sizes, a multiple
+    of 16; 0 when they are not. `dst_itemsize`: the output's, when it differs."""
+    dsize = itemsize if dst_itemsize is None else dst_itemsize
+    if not far_planes(node, max(itemsize, dsize)):
+        return 0
+    return max(16, min(FAR_SLICE_PLANES, FAR_SLICE_BYTES // dsize) // 16 * 16)
 
 
 class Node(NamedTuple):

@@ -1430,35 +1430,46 @@ def test_tile_lanes_overlapping_refuse_what_they_would_count_twice():
     check_quantize((40, 20, 3, 3), "abcd", "acdb", ("s8s8", "zp"), 1)
 
 
-# Tiles whose B lies in far dst rows (nchw -> nhwc: a row of every channel a pixel) take B
-# in slices whose dst rows fit TILE_DST_BYTES, a multiple of 16 pixels dividing B, where the
-# stores stay cached; (dims, src, dst, keywords, the slice: 0 when B stays whole)
+# Tiles whose B lies in far dst rows or planes take B in slices where the stores stay
+# cached, a multiple of 16 dividing B: in nchw -> nhwc (B the pixels, a dst row of every
+# channel each) rows that fit TILE_DST_BYTES; where B is far planes (problem.far_plane_slice:
+# nhwc -> nchw, and nchw -> nhwc with rows of 4 KiB) 128 bytes over the output's element
+# size, at most 64. (dims, src tag, src, dst, keywords, the slice: 0 when B stays whole)
+ROWS, FAR = "dst rows <= 128.00 KiB)", "far dst planes, "
 SLICED_TILES = [
-    ((1, 520, 9, 32), "bf16", "f32", {}, 48),                  # 520 lanes: a last group overlaps
-    ((2, 1024, 8, 20), "f32", "s8", {"dst_scales": 0.25}, 80),
-    ((2, 1024, 8, 20), "f32", "u8", {"dst_scales": "per channel", "dst_scale_mask": 2,
-                                     "dst_zero_point": 128}, 80),
-    ((1, 512, 12, 12), "u8", "f32", {"src_zero_point": 3, "src_scales": 0.5}, 48),
-    ((1, 256, 7, 33), "f16", "f32", {"sum_beta": 0.5}, 0),     # 231 pixels: no slice divides
-    ((1, 64, 16, 16), "f32", "bf16", {}, 0),                   # 256 rows of 128 bytes fit
+    ((1, 520, 9, 32), "abcd", "bf16", "f32", {}, 48, ROWS),     # 520 lanes: a last group overlaps
+    ((2, 768, 12, 20), "abcd", "f32", "s8", {"dst_scales": 0.25}, 80, ROWS),
+    ((2, 1024, 8, 20), "abcd", "f32", "u8", {"dst_scales": "per channel", "dst_scale_mask": 2,
+                                             "dst_zero_point": 128}, 32, FAR),
+    ((1, 512, 12, 12), "abcd", "u8", "f32", {"src_zero_point": 3, "src_scales": 0.5}, 48, ROWS),
+    ((1, 256, 7, 33), "abcd", "f16", "f32", {"sum_beta": 0.5}, 0, ROWS),  # 231: no slice divides
+    ((1, 64, 16, 16), "abcd", "f32", "bf16", {}, 0, ROWS),       # 256 rows of 128 bytes fit
+    ((2, 96, 33, 33), "acdb", "bf16", "f32", {}, 32, FAR),        # 1089 lanes, 96 planes
+    ((1, 80, 48, 48), "acdb", "f16", "f32", {}, 16, FAR),         # 32 planes would not divide
+    ((1, 128, 40, 40), "acdb", "s8", "f32", {"src_scales": 0.5}, 32, FAR),
+    ((1, 256, 32, 32), "acdb", "f32", "s8", {"dst_scales": 0.5}, 64, FAR),
+    ((1, 192, 48, 48), "acdb", "f32", "bf16", {}, 64, FAR),
+    ((1, 64, 64, 64), "acdb", "f32", "f16", {}, 0, FAR),          # 64 planes of 16-bit: whole
 ]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["cached-stores", "streaming-stores"])
-@pytest.mark.parametrize("dims,sdt,ddt,kw,want", SLICED_TILES,
-                         ids=[f"{'x'.join(map(str, c[0]))}-{c[1]}-{c[2]}" for c in SLICED_TILES])
-def test_cached_tiles_slice_far_dst_rows(dims, sdt, ddt, kw, want, stream, simd):
-    rng = np.random.default_rng(zlib.crc32(f"{dims} {sdt} {ddt} {sorted(kw)}".encode()))
+@pytest.mark.parametrize("dims,stag,sdt,ddt,kw,want,rule", SLICED_TILES,
+                         ids=[f"{'x'.join(map(str, c[0]))}-{c[1]}-{c[2]}-{c[3]}"
+                              for c in SLICED_TILES])
+def test_cached_tiles_slice_far_dst_rows(dims, stag, sdt, ddt, kw, want, rule, stream, simd):
+    rng = np.random.default_rng(zlib.crc32(f"{dims} {stag} {sdt} {ddt} {sorted(kw)}".encode()))
     kw = {k: np.linspace(0.05, 3.0, dims[1], dtype=np.float32) if v == "per channel" else v
           for k, v in kw.items()}
-    sdesc, ddesc = ro.Desc(dims, sdt, "abcd"), ro.Desc(dims, ddt, "acdb")
-    src = qr.place(values_for(sdt, math.prod(dims), rng), dims, "abcd", sdt)
+    dtag = "acdb" if stag == "abcd" else "abcd"
+    sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)
+    src = qr.place(values_for(sdt, math.prod(dims), rng), dims, stag, sdt)
     p = cached_plan(sdesc, ddesc, None, make_attrs(**kw), 0 if stream else 1 << 62)
     assert type(p.runners[0]).__name__ == "ConvertTile", p.explain()
     sliced = [ln for ln in p.explain().splitlines() if "B in slices of" in ln]
     if want and not p.runners[0].nt:
-        assert sliced == [f"  tiles: B in slices of {want} a position (cached stores: dst rows "
-                          f"<= 128.00 KiB)"], p.explain()
+        assert len(sliced) == 1 and sliced[0].startswith(
+            f"  tiles: B in slices of {want} a position (cached stores: {rule}"), p.explain()
     else:
         assert sliced == [], p.explain()
-    check_plan(p, src, "abcd", "acdb", sdesc, ddesc, kw, rng, fill=0x5A)
+    check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng, fill=0x5A)

@@ -141,22 +141,33 @@ def test_views_through_qword_tiles(simd, view):
     assert np.array_equal(uint_view(v), uint_view(keep))                 # input untouched
 
 
-@pytest.mark.parametrize("dtype,cached_slice", [("f32", 16), ("bf16", 32)])
-def test_tile_slices_follow_the_stores(dtype, cached_slice):
-    """nhwc -> nchw with 1600 pixels a plane (A) and 64 channels (B): with cached stores a
-    work item's B slice keeps its dst footprint within 128 KiB (16 channels of 1600 floats,
-    32 of bf16); streamed, B is whole (16 outer positions already balance the threads). Both
-    against the reference, and explain() says which."""
-    dims = (16, 64, 40, 40)
+# nhwc -> nchw, the pixels A; (dims, dtype, the cached slice, explain()'s rule)
+TILE_SLICES = [
+    # 64 channels 9216 / 4608 bytes apart: far planes, 32 of f32 a slice, 64 of bf16 (B whole)
+    ((16, 64, 48, 48), "f32", 32, "far dst planes"),
+    ((16, 64, 48, 48), "bf16", 64, "far dst planes"),
+    # 48 channels are too few to be far planes: the dst footprint within 128 KiB (16 channels
+    # of 1600 floats, 32 of bf16)
+    ((16, 48, 40, 40), "f32", 16, "dst footprint"),
+    ((16, 48, 40, 40), "bf16", 32, "dst footprint"),
+]
+
+
+@pytest.mark.parametrize("dims,dtype,cached_slice,rule", TILE_SLICES,
+                         ids=[f"{c[1]}-{c[0][1]}ch" for c in TILE_SLICES])
+def test_tile_slices_follow_the_stores(dims, dtype, cached_slice, rule):
+    """With cached stores a work item's B slice follows the rule explain() names; streamed,
+    B is whole (16 outer positions already balance the threads). Both against the
+    reference."""
     storage = np.uint32 if dtype == "f32" else np.uint16
     plain = np.random.default_rng(3).integers(0, 1 << 16, dims).astype(storage)
     x = ref_from_plain(plain, "abcd", "acdb")
     expected = ref_reorder(x.reshape(-1), dims, "acdb", "abcd").reshape(dims)
-    for threshold, want in ((1 << 62, cached_slice), (0, 64)):
+    for threshold, want in ((1 << 62, cached_slice), (0, dims[1])):
         p = cached_plan(ro.Desc(dims, dtype, "acdb"), ro.Desc(dims, dtype, "abcd"),
                         stream_min_bytes=threshold)
         assert p.kernel == "transpose" and p.runners[0].slice == want, p.explain()
-        assert ("dst footprint" in p.explain()) == (threshold > 0), p.explain()
+        assert (f"(cached stores: {rule}" in p.explain()) == (threshold > 0), p.explain()
         for threads in (1, 2):
             out = np.full(dims, 0x5A5A5A5A & np.iinfo(storage).max, storage)
             as_f32 = (lambda a: a.view(np.float32)) if dtype == "f32" else (lambda a: a)

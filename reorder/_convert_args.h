@@ -34,7 +34,8 @@ typedef struct {
     const float* dinv;
     int32_t* acc;
 } rq_block_t;
-typedef void (*rq_block_fn)(const void* src, void* dst, const rq_block_t* blk, const rq_math_t* m);
+typedef void rq_block_f(const void* src, void* dst, const rq_block_t* blk, const rq_math_t* m);
+typedef rq_block_f* rq_block_fn;
 
 typedef struct {
     int64_t so;            /* source stride between the o rows (elements) */
@@ -46,12 +47,14 @@ typedef struct {
     const uint8_t* idx;    /* 3 x 64 vpermi2b indices: packed position of byte i*S + s, for
                               output (s, i) (see RQ_W) */
 } rq_w_t;
-typedef void (*rq_w_fn)(const void* src, void* dst, const rq_w_t* k, const rq_math_t* m);
+typedef void rq_w_f(const void* src, void* dst, const rq_w_t* k, const rq_math_t* m);
+typedef rq_w_f* rq_w_fn;
 
 /* A contiguous run of n elements on both sides (the strided walk's inner run): scales are
    one value (sk / dk 0) or one per element (1). */
-typedef void (*rq_row_fn)(const void* s, void* d, int64_t n, const float* ssc, int64_t sk,
-                          const float* dinv, int64_t dk, const rq_math_t* m);
+typedef void rq_row_f(const void* s, void* d, int64_t n, const float* ssc, int64_t sk,
+                      const float* dinv, int64_t dk, const rq_math_t* m);
+typedef rq_row_f* rq_row_fn;
 
 /* A grid of short runs (the strided walk's rows of a block): `cols` columns of `rows` runs
    of L lanes, run (c, r) at s + c * css + r * rss and d + c * cds + r * rds (elements). In
@@ -66,6 +69,7 @@ typedef struct {
     const float* dinv;
     int64_t sk, dk;
 } rq_grid_t;
-typedef void (*rq_grid_fn)(const void* s, void* d, const rq_grid_t* g, const rq_math_t* m);
+typedef void rq_grid_f(const void* s, void* d, const rq_grid_t* g, const rq_math_t* m);
+typedef rq_grid_f* rq_grid_fn;
 
 #endif

@@ -1733,26 +1733,21 @@ TGT RQ_ENTRY void rq6_grid_##SN##_##ST(const void* s, void* d, const rq_grid_t* 
 }
 
 /* ---- the entry points, one per family and pair of element types ------------------------- */
+/* declared by their function types (_convert_args.h); the macros above define them */
 #define RQ_DECLARE(SN, SSIZE, DN, DSIZE, TGT, ST)                                               \
-RQ_ENTRY void rq_block_##SN##_##ST(const void* src, void* dst, const rq_block_t* k,            \
-                                   const rq_math_t* m);                                         \
-RQ_ENTRY void rq5_row_##SN##_##ST(const void* s, void* d, int64_t n, const float* ssc,         \
-                                  int64_t sk, const float* dinv, int64_t dk, const rq_math_t* m); \
-RQ_ENTRY void rq6_grid_##SN##_##ST(const void* s, void* d, const rq_grid_t* g, const rq_math_t* m);
+    RQ_ENTRY rq_block_f rq_block_##SN##_##ST;                                                   \
+    RQ_ENTRY rq_row_f rq5_row_##SN##_##ST;                                                      \
+    RQ_ENTRY rq_grid_f rq6_grid_##SN##_##ST;
 RQ_EACH_PAIR(RQ_DECLARE)
 #define RQ_DECLARE2(SN, DN)                                                                     \
-RQ_ENTRY void rq2_block_##SN##_##DN(const void* src, void* dst, const rq_block_t* k,           \
-                                    const rq_math_t* m);                                        \
-RQ_ENTRY void rq2_row_##SN##_##DN(const void* s, void* d, int64_t n, const float* ssc,         \
-                                  int64_t sk, const float* dinv, int64_t dk, const rq_math_t* m);
+    RQ_ENTRY rq_block_f rq2_block_##SN##_##DN;                                                  \
+    RQ_ENTRY rq_row_f rq2_row_##SN##_##DN;
 #define RQ_DECLARE2_FOR(SN)                                                                     \
     RQ_DECLARE2(SN, f32) RQ_DECLARE2(SN, f64) RQ_DECLARE2(SN, f16) RQ_DECLARE2(SN, bf16)        \
     RQ_DECLARE2(SN, s8) RQ_DECLARE2(SN, u8) RQ_DECLARE2(SN, s32)
 RQ_DECLARE2_FOR(f32) RQ_DECLARE2_FOR(f64) RQ_DECLARE2_FOR(f16) RQ_DECLARE2_FOR(bf16)
 RQ_DECLARE2_FOR(s8) RQ_DECLARE2_FOR(u8) RQ_DECLARE2_FOR(s32)
-#define RQ_DECLARE_W(SN)                                                                        \
-RQ_ENTRY void rq_w_##SN##_s8(const void* src, void* dst, const rq_w_t* k, const rq_math_t* m); \
-RQ_ENTRY void rq_w_##SN##_u8(const void* src, void* dst, const rq_w_t* k, const rq_math_t* m);
+#define RQ_DECLARE_W(SN) RQ_ENTRY rq_w_f rq_w_##SN##_s8; RQ_ENTRY rq_w_f rq_w_##SN##_u8;
 RQ_DECLARE_W(f32) RQ_DECLARE_W(f64) RQ_DECLARE_W(f16) RQ_DECLARE_W(bf16)
 RQ_DECLARE_W(s8) RQ_DECLARE_W(u8) RQ_DECLARE_W(s32)
 

@@ -1156,6 +1156,13 @@ cdef class Convert:
         self.nt = nt
 
     @property
+    def walked(self):
+        """The nodes the runner walks, outermost first, as (extent, src stride, dst stride):
+        the strided walk's in its own order (a grid's columns and rows last, then the lanes),
+        the tiles' and weights' outer positions."""
+        return tuple((self.p.ext[i], self.p.ss[i], self.p.ds[i]) for i in range(self.p.n))
+
+    @property
     def simd(self):
         """True when this CPU runs this kernel's AVX-512 code for its dtype pair."""
         if self.kind == K_TILE:

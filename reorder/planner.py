@@ -13,7 +13,7 @@ narrowing conversion first, so that the move carries the narrower type).
 import math
 
 from . import _convert
-from .conversion import ConversionKernel, grid_walk
+from .conversion import ConversionKernel
 from .desc import Desc
 from .move_kernels import BlockKernel, CopyKernel, GenericKernel, TransposeKernel
 from .normalise import Incompatible, normalise
@@ -41,28 +41,28 @@ def choose(prob, stream_min_bytes):
 _WALK_MIN_RUN = 64
 
 
-def _walk_run(step, stream_min_bytes):
+def _walk_run(step):
     """For a conversion on the element walk, the elements its innermost node runs contiguous
     on both sides (0: strided on one side), or all the rows (and columns) the walk takes in
-    one call (Convert.slab, Convert.grid, in the order the runner walks them); None for any
-    other runner."""
+    one call (Convert.slab, Convert.grid, from the nodes in the order the runner walks them,
+    Convert.walked); None for any other runner."""
     if type(step.runner) is not _convert.Convert or not step.problem.nodes:
         return None
-    nodes = step.problem.nodes
+    walked = step.runner.walked
     if step.runner.slab:
-        return nodes[-1].extent * nodes[-2].extent
+        return walked[-1][0] * walked[-2][0]
     if step.runner.grid:
-        walked = grid_walk(step.problem, stream_min_bytes)[0].nodes
-        return math.prod(nd.extent for nd in walked[-1 - step.runner.grid:])
-    return nodes[-1].extent if nodes[-1].ss == 1 and nodes[-1].ds == 1 else 0
+        return math.prod(ext for ext, _, _ in walked[-1 - step.runner.grid:])
+    ext, ss, ds = walked[-1]
+    return ext if ss == 1 and ds == 1 else 0
 
 
-def _slow_walk(step, stream_min_bytes):
+def _slow_walk(step):
     """A conversion on the element walk whose innermost node is strided on one side, or a
     contiguous run too short for the SIMD rows and not taken as a grid (nChw16c -> nhwc at
     C=19: 16): the tiles did not take it."""
-    run = _walk_run(step, stream_min_bytes)
-    return run is not None and run < _WALK_MIN_RUN and step.problem.nodes[-1].extent > 1
+    run = _walk_run(step)
+    return run is not None and run < _WALK_MIN_RUN and step.runner.walked[-1][0] > 1
 
 
 def plan_steps(src, dst, attrs, stream_min_bytes):
@@ -78,7 +78,7 @@ def plan_steps(src, dst, attrs, stream_min_bytes):
         via = Desc(src.dims, src.dtype)
         return (choose(normalise(src, via), stream_min_bytes),
                 choose(normalise(via, dst, attrs), stream_min_bytes)), via
-    if attrs is not None and dst.tag is not None and _slow_walk(step, stream_min_bytes):
+    if attrs is not None and dst.tag is not None and _slow_walk(step):
         # the move takes the tiles or the grid, the conversion contiguous rows (docs/int8.md);
         # a destination read back (sum), and compensation laid out by dst's blocking, keep
         # the conversion last
@@ -93,7 +93,6 @@ def plan_steps(src, dst, attrs, stream_min_bytes):
                          choose(normalise(via, dst, a2), stream_min_bytes))
             except Incompatible:
                 continue
-            if (_walk_run(steps[1 - conv_first], stream_min_bytes) or _WALK_MIN_RUN) \
-                    > _walk_run(step, stream_min_bytes):
+            if (_walk_run(steps[1 - conv_first]) or _WALK_MIN_RUN) > _walk_run(step):
                 return steps, via
     return (step,), None

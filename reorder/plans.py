@@ -4,7 +4,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .conversion import arith_for, grid_walk, tile_b_slice, widened_columns_cached
+from .conversion import arith_for, tile_b_slice, widened_columns_cached
 from .threads import resolve
 from ._kernels import data_address
 from .binding import aligned_empty, bind_source, check_dst, check_out
@@ -200,10 +200,10 @@ class Plan:
             if prob.attrs is not None:
                 lines.append(f"  conversion: {self.attrs.describe(prob.src, prob.dst)}")
             if getattr(st.runner, "grid", 0):
-                walk = grid_walk(prob, self.stream_min_bytes)[0].nodes[-1 - st.runner.grid:]
-                side = ("the node the source runs on along" if walk[-2].ss == walk[-1].extent
+                walk = st.runner.walked[-1 - st.runner.grid:]     # (extent, ss, ds) each
+                side = ("the node the source runs on along" if walk[-2][1] == walk[-1][0]
                         else "the node the destination runs on along, few beside the columns")
-                lines.append(f"  grids: {' x '.join(str(nd.extent) for nd in walk)} "
+                lines.append(f"  grids: {' x '.join(str(nd[0]) for nd in walk)} "
                              f"({'columns, ' if st.runner.grid == 2 else ''}rows, lanes) "
                              f"to a SIMD call; the rows are {side}")
             b_slice, far = tile_b_slice(prob, self.stream_min_bytes) \

@@ -236,7 +236,7 @@ def walk(request, monkeypatch):
     """True: the planner's move-then-convert for walks across layouts is off, so those
     layouts run the element walk (the plan caches are emptied around it)."""
     if request.param:
-        monkeypatch.setattr(planner, "_slow_walk", lambda step, stream_min_bytes: False)
+        monkeypatch.setattr(planner, "_slow_walk", lambda step: False)
     _steps.cache_clear()
     cached_plan.cache_clear()
     yield request.param
@@ -1066,6 +1066,12 @@ def test_short_runs_convert_as_a_grid(stag, dtag, dims, sdt, ddt, kw, stream, si
             rows_are_blocks = "the rows are the node the destination runs on along" in p.explain()
             assert rows_are_blocks == (not r.nt), p.explain()
             assert (r.grid_split >= 0) == (not rows_are_blocks), p.explain()
+            # the runner's own walk (Convert.walked, which explain() and the planner read):
+            # columns, rows, lanes innermost
+            lanes = int("".join(ch for ch in stag if ch.isdigit()))
+            blocks, pixels = dims[1] // lanes, math.prod(dims[2:])
+            want_walk = [pixels, blocks, lanes] if rows_are_blocks else [blocks, pixels, lanes]
+            assert [ext for ext, _, _ in r.walked[-3:]] == want_walk, (r.walked, p.explain())
     check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng)
 
 

@@ -12,7 +12,9 @@ writes zeros into the destination's padding (or skips positions beyond the desti
 allocation, when only the source is padded) in the same pass.
 """
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
-from libc.stdlib cimport getenv
+from libc.stdlib cimport free, getenv
+cdef extern from "<stdlib.h>" nogil:
+    int posix_memalign(void** memptr, size_t alignment, size_t size)
 from libc.string cimport memcpy, memset
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_STRIDES
 from cython.parallel cimport prange
@@ -164,6 +166,7 @@ cdef struct TileB:
     int64_t n, w, valid, alloc, slice
     int dim                     # logical dim of B's bounds-checked node, else -1
     rows_t rows                 # dst offset of B row b
+    bint copy_out               # a work item's rows go through a scratch (Transpose)
 
 
 cdef void _transpose_items(const word_t* src, word_t* dst, const NodeList* p, const TileA* TA,
@@ -173,6 +176,11 @@ cdef void _transpose_items(const word_t* src, word_t* dst, const NodeList* p, co
     cdef int64_t nslices = (B.n + B.slice - 1) // B.slice
     cdef int64_t item, sl = lo % nslices, b0, b1, nav, naw, nbv, nbw, base, na
     cdef int last = p.n - 1
+    cdef void* scratch = NULL
+    cdef word_t* scr = NULL
+    if B.copy_out and not nt and posix_memalign(
+            &scratch, 64, B.slice * p.ext[last] * sizeof(word_t)) == 0:
+        scr = <word_t*>scratch          # else (no memory) the tiles write dst directly
     A.slo = p.ss[last]
     A.shi = TA.s_hi
     A.nlo = p.ext[last] if TA.two else 0
@@ -203,7 +211,12 @@ cdef void _transpose_items(const word_t* src, word_t* dst, const NodeList* p, co
                     base = w.coord[B.dim] + (b0 // B.rows.nlo) * B.w
                     nbw = count_below(B.alloc, base, B.w, nbw // B.rows.nlo) * B.rows.nlo
                     nbv = count_below(B.valid, base, B.w, nbw // B.rows.nlo) * B.rows.nlo
-            if nbw > 0:
+            if nbw > 0 and scr != NULL and naw == p.ext[last]:
+                # the slice's rows lie back to back in dst: built in the scratch (in L2),
+                # then copied out whole, in sequence
+                _tile(src + w.so + b0, &A, na, scr, &B.rows, 0, nbv, nbw, 0)
+                memcpy(dst + w.do + b0 * naw, scr, nbw * naw * sizeof(word_t))
+            elif nbw > 0:
                 _tile(src + w.so + b0, &A, na, dst + w.do, &B.rows, b0, nbv, nbw, nt)
         sl += 1
         if sl == nslices:
@@ -213,6 +226,7 @@ cdef void _transpose_items(const word_t* src, word_t* dst, const NodeList* p, co
                 walk_bounds(p, &w, &nav, &naw)
     if nt:
         reorder_sfence()
+    free(scratch)
 
 
 cdef void _transpose(const word_t* src, word_t* dst, const NodeList* p, const TileA* A,
@@ -240,6 +254,9 @@ cdef class Transpose:
                 or b * dlo when nlo is 0; weight/dim belong to the checked node    # IN
     nt       -- stream (non-temporal) stores                                    # IN
     ahead    -- byte tiles fetch the dst lines of their next row group early     # IN
+    copy_out -- with cached stores, each work item's B rows, which lie back to back in dst
+                (nlo 0, dlo = A's extent, B unchecked, A one node), are built in a
+                scratch of slice x A elements and copied out whole                # IN
     """
     cdef NodeList p
     cdef TileA A
@@ -248,7 +265,8 @@ cdef class Transpose:
     cdef readonly bint nt       # streaming stores, as the plan decided
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
-                 const int64_t[::1] a, const int64_t[::1] b, bint nt, bint ahead=False):
+                 const int64_t[::1] a, const int64_t[::1] b, bint nt, bint ahead=False,
+                 bint copy_out=False):
         _check_itemsize(itemsize)
         fill_nodes(&self.p, nodes, checked)
         if self.p.ds[self.p.n - 1] != 1 or b.shape[0] != 9 or b[5] < 1 or b[6] < 0 \
@@ -263,6 +281,10 @@ cdef class Transpose:
         self.B.rows.nlo, self.B.rows.dlo, self.B.rows.dhi = b[6], b[7], b[8]
         self.B.rows.ahead = ahead
         self.itemsize, self.nt = itemsize, nt
+        if copy_out and (self.A.two or b[6] or b[4] >= 0 or b[7] != self.p.ext[self.p.n - 1]):
+            raise ValueError("copy_out needs B's rows back to back in dst (one level, A's "
+                             "extent apart), B unchecked and A one node")
+        self.B.copy_out = copy_out
 
     @property
     def ahead(self):
@@ -274,6 +296,12 @@ cdef class Transpose:
     def slice(self):
         """The columns of B one work item moves (the plan's choice)."""
         return self.B.slice
+
+    @property
+    def copy_out(self):
+        """Whether a work item's rows are built in a scratch and copied out whole (the
+        plan's choice; cached stores only)."""
+        return bool(self.B.copy_out)
 
     @property
     def tile(self):

@@ -25,6 +25,11 @@ _STREAM_MIN_RUN_BYTES = 1024
 # comes (nchw -> nhwc: A = c). Streamed lines do not stay in any cache: there the slices are
 # as long as the thread split allows, which keeps the source rows' reads long (docs/kernels.md).
 TILE_DST_BYTES = 128 << 10
+# The rows (and columns) of the register tiles' largest transposes.
+TILE_ROWS = 16
+# With cached stores, tile work items of this many dst rows or more, each short (several
+# tiles of A), build their rows in a scratch and copy them out whole (TransposeKernel).
+TILE_COPY_OUT_ROWS = 64
 # Byte tiles with cached stores fetch the dst lines of their next row group early when source
 # and destination together reach this fraction of the streaming threshold (an eighth of the
 # L3 by default): there the lines come from L3, from rows too far apart for the hardware
@@ -359,7 +364,23 @@ class TransposeKernel(Kernel):
         ahead = not nt and prob.itemsize == 1 \
             and prob.moved_bytes >= stream_min_bytes // TILE_AHEAD_FRACTION
         return _kernels.Transpose(prob.itemsize, nodes, _checked_array(prob), avec, bvec, nt,
-                                  ahead)
+                                  ahead, self._copy_out(prob, b, ia, ic, slice_, nt))
+
+    @staticmethod
+    def _copy_out(prob, b, ia, ic, slice_, nt):
+        """Whether work items build their rows in a scratch and copy them out whole: 4- and
+        8-byte elements with cached stores, where B's rows lie back to back in dst, each
+        takes several tiles of A and a work item has TILE_COPY_OUT_ROWS of them or more
+        (nchw -> nhwc: 128 pixels of 256 channels), so it writes a line of each of its many
+        rows per block of A, more streams than the hardware follows. Copied out in sequence
+        instead they measured 1.05-1.4 times as fast on an Intel Xeon (f64 1.4-1.8); the
+        1- and 2-byte tiles, which write their rows in wider pieces, were level or slower,
+        as were the tiles whose rows are one tile or few and long (nchw <-> nChw16c,
+        nhwc -> nchw; docs/kernels.md)."""
+        a = prob.nodes[-1]
+        return (not nt and prob.itemsize >= 4 and ia is None and ic is None and b.dim < 0
+                and b.ds == a.extent and a.extent > TILE_ROWS and slice_ >= TILE_COPY_OUT_ROWS
+                and slice_ * a.extent * prob.itemsize <= TILE_DST_BYTES)
 
 
 class GenericKernel(Kernel):

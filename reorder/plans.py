@@ -216,6 +216,9 @@ class Plan:
                 lines.append(f"  tiles: B in slices of {st.runner.slice} a work item"
                              + ("" if st.runner.nt else " (cached stores: " + (_FAR if far else
                                 f"dst footprint <= {_bytes(TILE_DST_BYTES)})")))
+                if st.runner.copy_out:
+                    lines.append("  tiles: a work item's dst rows, back to back, are built in "
+                                 "a scratch and copied out whole")
             if st.runner.nt:
                 moved, smb = _bytes(prob.moved_bytes), _bytes(self.stream_min_bytes)
                 by_bytes = stream_threads(prob.moved_bytes, self.stream_min_bytes, prob.dst_bytes)

@@ -175,6 +175,54 @@ def test_tile_slices_follow_the_stores(dims, dtype, cached_slice, rule):
             assert np.array_equal(out, expected), (threads, p.explain())
 
 
+# nchw -> nhwc with cached stores: a work item's rows (pixels, each A = C elements long) lie
+# back to back in dst and are many, so 4- and 8-byte tiles build them in a scratch and copy
+# them out whole (TransposeKernel._copy_out). C not a multiple of the tile (40, 24), the last
+# slice short (297 pixels in slices of 64), B whole in one slice (65, 210 pixels).
+COPY_OUT_TILES = [(3, 48, 9, 33), (17, 24, 5, 13), (20, 40, 7, 30)]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "s32", "f64"])
+@pytest.mark.parametrize("dims", COPY_OUT_TILES, ids=lambda d: "x".join(map(str, d)))
+def test_tiles_copied_out_match_reference(simd, dims, dtype):
+    dt = np.dtype(ro.Desc(dims, dtype, "abcd").dtype.storage)
+    x = np.random.default_rng(sum(dims)).integers(0, 256, int(np.prod(dims)) * dt.itemsize,
+                                                  dtype=np.uint8).view(dt).reshape(dims)
+    expected = ref_reorder(x.reshape(-1), dims, "abcd", "acdb").reshape(ref_physical_shape(dims, "acdb"))
+    for threshold, copy_out in ((1 << 62, True), (0, False)):
+        p = cached_plan(ro.Desc(dims, dtype, "abcd"), ro.Desc(dims, dtype, "acdb"),
+                        stream_min_bytes=threshold)
+        assert p.kernel == "transpose" and p.runners[0].copy_out == copy_out, p.explain()
+        assert ("copied out whole" in p.explain()) == copy_out, p.explain()
+        for threads in (1, 2, 3):
+            out = np.full(p.dst.nbytes, 0x5A, np.uint8).view(dt).reshape(p.dst.physical_shape)
+            p(x, out=out, threads=threads)
+            assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
+    # a view with C reversed and an offset takes the same path, and is left as it was
+    v = x[:, ::-1][:, 1:]
+    keep = v.copy()
+    p = ro.plan(ro.Desc.of(v), "nhwc")
+    assert p.runners[0].copy_out, p.explain()
+    got = p(v)
+    want = ref_reorder(np.ascontiguousarray(v).reshape(-1), v.shape, "abcd", "acdb")
+    assert np.array_equal(uint_view(got), uint_view(want.reshape(got.shape)))
+    assert np.array_equal(uint_view(v), uint_view(keep))
+
+
+def test_copy_out_refused_where_rows_are_not_back_to_back():
+    """The runner checks the plan's promise: rows one level, A's extent apart, B unchecked."""
+    nodes = np.array([[2, 100, 100, -1, 1], [10, 1, 10, -1, 1], [10, 10, 1, -1, 1]], np.int64)
+    a = np.array([0, 0, 1, 0, 0, -1], np.int64)
+    ok = np.array([10, 1, 0, 0, -1, 10, 0, 10, 0], np.int64)
+    _kernels.Transpose(4, nodes, np.zeros((0, 3), np.int64), a, ok, False, False, True)
+    for bad in ([10, 1, 0, 0, -1, 10, 0, 12, 0],       # rows 12 apart, A 10 long
+                [10, 1, 10, 16, 1, 10, 0, 10, 0],      # B checked (padded)
+                [10, 1, 0, 0, -1, 10, 5, 10, 50]):     # rows on two levels
+        with pytest.raises(ValueError, match="copy_out"):
+            _kernels.Transpose(4, nodes, np.zeros((0, 3), np.int64), a,
+                               np.array(bad, np.int64), False, False, True)
+
+
 # A not a multiple of the tile's row block, B whole: with cached stores the last block of
 # rows overlaps the one before (rows written twice, the same bytes); with padding rows in A,
 # edge columns in B or streamed stores the tail takes the masked or element-wise path.

@@ -13,8 +13,6 @@ allocation, when only the source is padded) in the same pass.
 """
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, getenv
-cdef extern from "<stdlib.h>" nogil:
-    int posix_memalign(void** memptr, size_t alignment, size_t size)
 from libc.string cimport memcpy, memset
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_STRIDES
 from cython.parallel cimport prange
@@ -22,6 +20,9 @@ import numpy as np
 
 from reorder._omp cimport (REORDER_OPENMP, REORDER_OPENMP_VERSION, REORDER_BUILD_FLAGS,
                            omp_get_max_threads, omp_get_num_procs, reorder_omp_library)
+
+cdef extern from "<stdlib.h>" nogil:
+    int posix_memalign(void** memptr, size_t alignment, size_t size)
 
 OPENMP = bool(REORDER_OPENMP)
 OPENMP_VERSION = REORDER_OPENMP_VERSION

@@ -25,6 +25,12 @@ GRID_STREAM_ROW_BYTES = 4096
 # The tile path takes at most this many destination-contiguous lanes per outer position.
 TILE_MAX_LANES = 4096
 
+# Far planes that would stay whole (problem.far_plane_slice) are sliced all the same where a
+# tile has fewer outer positions than this: B's slices are then the work the threads share
+# (1x256x56x56 nhwc -> nchw widened into f32, 2 threads, an AMD Zen 5: B whole, one thread
+# doing it all, read 0.67-0.88 of the slices' speed).
+TILE_SHARED_POSITIONS = 4
+
 # 1-byte outputs convert four lane groups at a time (each column's 64 bytes stored whole)
 # where a lane's source run along B is this long or shorter: longer runs would be read as 64
 # far-apart streams at once, and pairs of groups (32 bytes) measured slower than one. 16-bit
@@ -200,26 +206,34 @@ def tile_b_slice(prob, stream_min_bytes):
     if _tile_streams(prob, b, stream_min_bytes):
         return 0, False
     ssize, dsize = prob.src.dtype.itemsize, prob.dst.dtype.itemsize
-    return _cached_b_slice(b, ssize, dsize), bool(far_plane_slice(b, ssize, dsize))
+    positions = math.prod(prob.nodes[i].extent for i in layout[2])
+    return _cached_b_slice(b, ssize, dsize, positions), far_planes(b, max(ssize, dsize))
 
 
-def _cached_b_slice(b, ssize, dsize):
+def _cached_b_slice(b, ssize, dsize, positions):
     """For a tile whose stores stay cached, the columns of B a position takes at a time, a
     multiple of 16 that divides B, or 0 for B whole (no such slice, or no need):
     * B far dst planes (nhwc -> nchw: the channels, a plane each): problem.far_plane_slice.
       With B whole a lane group wrote every plane at once; measured on an Intel Xeon, the
-      widening conversions read 2-3 times as fast in slices (docs/kernels.md).
+      widening conversions read 2-3 times as fast in slices; on an AMD Zen 5 only where the
+      planes start at few 4 KiB offsets (docs/kernels.md), or where fewer than
+      TILE_SHARED_POSITIONS outer positions leave the slices as the threads' work.
     * B far dst rows (nchw -> nhwc: the pixels, a row of every channel each): rows that fit
       in TILE_DST_BYTES, when B's do not. A position walks its lane groups one after the
       other over all of B: with B whole, the first group's lines left L2 before the next
       came to fill them (docs/int8.md); the moves' tiles slice B for the same reason."""
     if b.dim >= 0:
         return 0
-    far = far_plane_slice(b, ssize, dsize)
     row = b.ds * dsize
-    if b.extent <= far or not far and (row < 64 or b.extent * row <= TILE_DST_BYTES):
+    if far_planes(b, max(ssize, dsize)):
+        most = far_plane_slice(b, ssize, dsize,
+                               True if positions < TILE_SHARED_POSITIONS else None)
+        if b.extent <= most:
+            return 0
+    elif row < 64 or b.extent * row <= TILE_DST_BYTES:
         return 0
-    most = far or TILE_DST_BYTES // row
+    else:
+        most = TILE_DST_BYTES // row
     return max((n for n in range(16, min(b.extent - 1, most) + 1, 16) if b.extent % n == 0),
                default=0)
 
@@ -425,7 +439,8 @@ class ConversionKernel(Kernel):
         b = prob.nodes[ib]
         nt = _tile_streams(prob, b, stream_min_bytes)
         dsize = prob.dst.dtype.itemsize
-        b_in = 0 if nt else _cached_b_slice(b, prob.src.dtype.itemsize, dsize)
+        b_in = 0 if nt else _cached_b_slice(b, prob.src.dtype.itemsize, dsize,
+                                            math.prod(nd.extent for nd in onodes))
         if b_in:
             # an outer node of B's slices, innermost: a position's lane groups walk one
             # slice's dst rows or planes at a time

@@ -18,6 +18,7 @@ REORDER_STREAM_MIN_BYTES overrides it for the process, and every plan takes its 
 """
 import glob
 import os
+from typing import NamedTuple
 
 from .errors import ReorderError
 
@@ -32,6 +33,30 @@ LLC_DIVISOR = 2
 NEVER_STREAM = 1 << 62
 # CPU vendors whose streamed stores measured slower than cached ones at every size.
 CACHED_VENDORS = {"GenuineIntel": "Intel"}
+
+
+class TileRules(NamedTuple):
+    """Tile choices that measured faster on one CPU kind and slower on another
+    (docs/kernels.md), read by the planner when it prepares a plan.
+    copy_out_rows: tiles of 4- and 8-byte elements writing many short dst rows build them in a
+        scratch and copy them out whole (an Intel Xeon: 1.04-1.4 times as fast; a Zen 5, with
+        the stores cached there: 0.77-1.0).
+    slice_widening_planes: widening tiles into f32 take far dst planes in slices where the
+        planes start at many 4 KiB offsets (the Xeon: 1.1-3 times as fast; the Zen 5:
+        0.80-0.95 of B whole). Planes on few offsets take slices on every kind
+        (problem.far_plane_slice)."""
+    copy_out_rows: bool
+    slice_widening_planes: bool
+
+
+# CPU vendors on which the TileRules were measured to pay.
+TILE_RULE_VENDORS = {"GenuineIntel"}
+
+
+def tile_rules(vendor=""):
+    """The TileRules for a CPU vendor: on where they measured faster, else off."""
+    on = vendor in TILE_RULE_VENDORS
+    return TileRules(copy_out_rows=on, slice_widening_planes=on)
 
 
 def _parse_size(text):
@@ -121,3 +146,4 @@ LLC_BYTES, LLC_SOURCE = detect_llc()
 CPU_VENDOR = detect_vendor()
 STREAM_MIN_BYTES = stream_min_bytes_for(LLC_BYTES, os.environ.get(ENV_STREAM_MIN_BYTES), CPU_VENDOR)
 STREAM_MIN_SOURCE = stream_min_source(LLC_BYTES, os.environ.get(ENV_STREAM_MIN_BYTES), CPU_VENDOR)
+TILE_RULES = tile_rules(CPU_VENDOR)

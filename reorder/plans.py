@@ -18,7 +18,7 @@ from .tags import ABC
 
 # explain()'s words for a tile slice of far dst planes (problem.far_plane_slice)
 _FAR = (f"far dst planes, {FAR_SLICE_BYTES} bytes over the output's element size, at "
-        f"most {FAR_SLICE_PLANES})")
+        f"most {FAR_SLICE_PLANES}; 16 where f32 planes widened into start at few 4 KiB offsets)")
 
 __all__ = ["Plan"]
 

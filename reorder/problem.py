@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from . import machine
 from .machine import STREAM_MIN_BYTES
 
 # Below this many bytes moved a thread team costs more than it saves.
@@ -14,7 +15,7 @@ PARALLEL_MIN_BYTES = 1 << 18
 # streaming (non-temporal) stores are used on one thread, half the last-level cache, or
 # none on Intel CPUs (machine.py); a plan takes it as a parameter.
 __all__ = ["PARALLEL_MIN_BYTES", "STREAM_MIN_BYTES", "Node", "Problem", "Kernel",
-           "stream_threads", "far_planes", "far_plane_slice", "slab_lanes"]
+           "stream_threads", "far_planes", "far_plane_slice", "plane_offsets", "slab_lanes"]
 
 # On two threads the cached stores' line reads overlap: streaming pays from twice the
 # one-thread threshold of bytes moved, or once the destination alone reaches the threshold
@@ -52,15 +53,41 @@ def far_planes(node, itemsize):
 # the widening conversions 2-3 times B whole's (docs/kernels.md).
 FAR_SLICE_BYTES = 128
 FAR_SLICE_PLANES = 64
+# Widening tiles into f32 whose far planes all start at this few 4 KiB offsets or fewer
+# (64x64 or 96x96 pixels of f32: one) take 16 planes a slice: their stores crowd a few
+# cache sets, and on an AMD Zen 5 16 planes read 2.3-2.4 times B whole's speed, 1.4-1.6
+# times 32's (docs/kernels.md).
+ALIASED_PLANE_OFFSETS = 2
+# ... and from this many offsets up they slice only where machine.TileRules says so (at 4,
+# 48x48 or 112x112 pixels, 32 planes read 1.1-2 times B whole's speed on the Zen 5; at 8,
+# level).
+UNALIASED_PLANE_OFFSETS = 8
 
 
-def far_plane_slice(node, itemsize, dst_itemsize=None):
+def plane_offsets(node, itemsize):
+    """How many 4 KiB offsets the starts of `node`'s dst planes fall on (1: every plane's
+    start at the same one, a multiple of 4 KiB apart)."""
+    return 4096 // math.gcd(node.ds * itemsize, 4096)
+
+
+def far_plane_slice(node, itemsize, dst_itemsize=None, slice_widening_planes=None):
     """The columns of `node` (a tile's B) a position takes at a time with cached stores
     where they are far planes (far_planes) in the wider of the two element sizes, a multiple
-    of 16; 0 when they are not. `dst_itemsize`: the output's, when it differs."""
+    of 16; 0 when they are not, or when B stays whole. `dst_itemsize`: the output's, when it
+    differs. Widening into f32: 16 planes where they start at few 4 KiB offsets
+    (ALIASED_PLANE_OFFSETS), B whole from UNALIASED_PLANE_OFFSETS up unless
+    `slice_widening_planes` (default: machine.TILE_RULES)."""
     dsize = itemsize if dst_itemsize is None else dst_itemsize
     if not far_planes(node, max(itemsize, dsize)):
         return 0
+    if dsize == 4 and itemsize < 4:
+        offsets = plane_offsets(node, dsize)
+        if offsets <= ALIASED_PLANE_OFFSETS:
+            return 16
+        if slice_widening_planes is None:
+            slice_widening_planes = machine.TILE_RULES.slice_widening_planes
+        if offsets >= UNALIASED_PLANE_OFFSETS and not slice_widening_planes:
+            return 0
     return max(16, min(FAR_SLICE_PLANES, FAR_SLICE_BYTES // dsize) // 16 * 16)
 
 

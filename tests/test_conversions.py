@@ -1440,30 +1440,40 @@ def test_tile_lanes_overlapping_refuse_what_they_would_count_twice():
 # cached, a multiple of 16 dividing B: in nchw -> nhwc (B the pixels, a dst row of every
 # channel each) rows that fit TILE_DST_BYTES; where B is far planes (problem.far_plane_slice:
 # nhwc -> nchw, and nchw -> nhwc with rows of 4 KiB) 128 bytes over the output's element
-# size, at most 64. (dims, src tag, src, dst, keywords, the slice: 0 when B stays whole)
+# size, at most 64; widening into f32, 16 where the planes start at one or two 4 KiB
+# offsets, and from 8 offsets up only by the Xeon's rules (machine.TileRules) or where fewer
+# than 4 positions share the threads (conversion.TILE_SHARED_POSITIONS).
+# (dims, src tag, src, dst, keywords, the slice with the Xeon's rules, with the others':
+# 0 when B stays whole)
 ROWS, FAR = "dst rows <= 128.00 KiB)", "far dst planes, "
 SLICED_TILES = [
-    ((1, 520, 9, 32), "abcd", "bf16", "f32", {}, 48, ROWS),     # 520 lanes: a last group overlaps
-    ((2, 768, 12, 20), "abcd", "f32", "s8", {"dst_scales": 0.25}, 80, ROWS),
+    ((1, 520, 9, 32), "abcd", "bf16", "f32", {}, 48, 48, ROWS),  # 520 lanes: a last group overlaps
+    ((2, 768, 12, 20), "abcd", "f32", "s8", {"dst_scales": 0.25}, 80, 80, ROWS),
     ((2, 1024, 8, 20), "abcd", "f32", "u8", {"dst_scales": "per channel", "dst_scale_mask": 2,
-                                             "dst_zero_point": 128}, 32, FAR),
-    ((1, 512, 12, 12), "abcd", "u8", "f32", {"src_zero_point": 3, "src_scales": 0.5}, 48, ROWS),
-    ((1, 256, 7, 33), "abcd", "f16", "f32", {"sum_beta": 0.5}, 0, ROWS),  # 231: no slice divides
-    ((1, 64, 16, 16), "abcd", "f32", "bf16", {}, 0, ROWS),       # 256 rows of 128 bytes fit
-    ((2, 96, 33, 33), "acdb", "bf16", "f32", {}, 32, FAR),        # 1089 lanes, 96 planes
-    ((1, 80, 48, 48), "acdb", "f16", "f32", {}, 16, FAR),         # 32 planes would not divide
-    ((1, 128, 40, 40), "acdb", "s8", "f32", {"src_scales": 0.5}, 32, FAR),
-    ((1, 256, 32, 32), "acdb", "f32", "s8", {"dst_scales": 0.5}, 64, FAR),
-    ((1, 192, 48, 48), "acdb", "f32", "bf16", {}, 64, FAR),
-    ((1, 64, 64, 64), "acdb", "f32", "f16", {}, 0, FAR),          # 64 planes of 16-bit: whole
+                                             "dst_zero_point": 128}, 32, 32, FAR),
+    ((1, 512, 12, 12), "abcd", "u8", "f32", {"src_zero_point": 3, "src_scales": 0.5}, 48, 48, ROWS),
+    ((1, 256, 7, 33), "abcd", "f16", "f32", {"sum_beta": 0.5}, 0, 0, ROWS),  # 231: no slice divides
+    ((1, 64, 16, 16), "abcd", "f32", "bf16", {}, 0, 0, ROWS),    # 256 rows of 128 bytes fit
+    ((4, 96, 33, 33), "acdb", "bf16", "f32", {}, 32, 0, FAR),     # 96 planes, 1024 offsets
+    ((1, 80, 48, 48), "acdb", "f16", "f32", {}, 16, 16, FAR),     # 4 offsets: 32 would not divide
+    ((4, 128, 40, 40), "acdb", "s8", "f32", {"src_scales": 0.5}, 32, 0, FAR),    # 16 offsets
+    ((2, 128, 40, 40), "acdb", "s8", "f32", {"src_scales": 0.5}, 32, 32, FAR),   # 2 positions
+    ((1, 64, 32, 32), "acdb", "u8", "f32", {"src_zero_point": 7}, 16, 16, FAR),  # one offset
+    ((1, 96, 56, 64), "acdb", "bf16", "f32", {}, 16, 16, FAR),    # two offsets
+    ((1, 64, 112, 112), "acdb", "s8", "f32", {"src_scales": 0.5}, 32, 32, FAR),  # four
+    ((1, 256, 32, 32), "acdb", "f32", "s8", {"dst_scales": 0.5}, 64, 64, FAR),
+    ((1, 192, 48, 48), "acdb", "f32", "bf16", {}, 64, 64, FAR),
+    ((1, 64, 64, 64), "acdb", "f32", "f16", {}, 0, 0, FAR),       # 64 planes of 16-bit: whole
 ]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["cached-stores", "streaming-stores"])
-@pytest.mark.parametrize("dims,stag,sdt,ddt,kw,want,rule", SLICED_TILES,
+@pytest.mark.parametrize("dims,stag,sdt,ddt,kw,xeon,other,rule", SLICED_TILES,
                          ids=[f"{'x'.join(map(str, c[0]))}-{c[1]}-{c[2]}-{c[3]}"
                               for c in SLICED_TILES])
-def test_cached_tiles_slice_far_dst_rows(dims, stag, sdt, ddt, kw, want, rule, stream, simd):
+def test_cached_tiles_slice_far_dst_rows(dims, stag, sdt, ddt, kw, xeon, other, rule, stream,
+                                         simd, tile_rules):
+    want = xeon if tile_rules.slice_widening_planes else other
     rng = np.random.default_rng(zlib.crc32(f"{dims} {stag} {sdt} {ddt} {sorted(kw)}".encode()))
     kw = {k: np.linspace(0.05, 3.0, dims[1], dtype=np.float32) if v == "per channel" else v
           for k, v in kw.items()}

@@ -177,19 +177,20 @@ def test_tile_slices_follow_the_stores(dims, dtype, cached_slice, rule):
 
 # nchw -> nhwc with cached stores: a work item's rows (pixels, each A = C elements long) lie
 # back to back in dst and are many, so 4- and 8-byte tiles build them in a scratch and copy
-# them out whole (TransposeKernel._copy_out). C not a multiple of the tile (40, 24), the last
-# slice short (297 pixels in slices of 64), B whole in one slice (65, 210 pixels).
+# them out whole (TransposeKernel._copy_out), by the Xeon's rules (machine.TileRules). C not a
+# multiple of the tile (40, 24), the last slice short (297 pixels in slices of 64), B whole in
+# one slice (65, 210 pixels).
 COPY_OUT_TILES = [(3, 48, 9, 33), (17, 24, 5, 13), (20, 40, 7, 30)]
 
 
 @pytest.mark.parametrize("dtype", ["f32", "s32", "f64"])
 @pytest.mark.parametrize("dims", COPY_OUT_TILES, ids=lambda d: "x".join(map(str, d)))
-def test_tiles_copied_out_match_reference(simd, dims, dtype):
+def test_tiles_copied_out_match_reference(simd, dims, dtype, tile_rules):
     dt = np.dtype(ro.Desc(dims, dtype, "abcd").dtype.storage)
     x = np.random.default_rng(sum(dims)).integers(0, 256, int(np.prod(dims)) * dt.itemsize,
                                                   dtype=np.uint8).view(dt).reshape(dims)
     expected = ref_reorder(x.reshape(-1), dims, "abcd", "acdb").reshape(ref_physical_shape(dims, "acdb"))
-    for threshold, copy_out in ((1 << 62, True), (0, False)):
+    for threshold, copy_out in ((1 << 62, tile_rules.copy_out_rows), (0, False)):
         p = cached_plan(ro.Desc(dims, dtype, "abcd"), ro.Desc(dims, dtype, "acdb"),
                         stream_min_bytes=threshold)
         assert p.kernel == "transpose" and p.runners[0].copy_out == copy_out, p.explain()
@@ -201,8 +202,8 @@ def test_tiles_copied_out_match_reference(simd, dims, dtype):
     # a view with C reversed and an offset takes the same path, and is left as it was
     v = x[:, ::-1][:, 1:]
     keep = v.copy()
-    p = ro.plan(ro.Desc.of(v), "nhwc")
-    assert p.runners[0].copy_out, p.explain()
+    p = cached_plan(ro.Desc.of(v), ro.Desc(v.shape, dtype, "acdb"), stream_min_bytes=1 << 62)
+    assert p.runners[0].copy_out == tile_rules.copy_out_rows, p.explain()
     got = p(v)
     want = ref_reorder(np.ascontiguousarray(v).reshape(-1), v.shape, "abcd", "acdb")
     assert np.array_equal(uint_view(got), uint_view(want.reshape(got.shape)))

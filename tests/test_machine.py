@@ -111,6 +111,40 @@ def test_intel_keeps_stores_cached_unless_the_environment_says_otherwise():
         assert not p.runners[0].nt and "streaming" not in p.explain()
 
 
+def test_tile_rules_follow_the_vendor():
+    """The tile choices measured faster on a Xeon and slower on a Zen 5 (machine.TileRules)
+    are on for Intel CPUs alone; TILE_RULES is this CPU's."""
+    assert machine.tile_rules("GenuineIntel") == machine.TileRules(True, True)
+    for vendor in ("AuthenticAMD", "HygonGenuine", ""):
+        assert machine.tile_rules(vendor) == machine.TileRules(False, False)
+    assert machine.TILE_RULES == machine.tile_rules(machine.CPU_VENDOR)
+
+
+# nhwc -> nchw planes (B: extent = channels, dst stride = pixels) and the far slice of a
+# widening into f32, by how many 4 KiB offsets the planes start at: (pixels, offsets, slice
+# with the Xeon's rules, with the others')
+WIDENED_PLANES = [
+    (64 * 64, 1, 16, 16), (96 * 96, 1, 16, 16), (32 * 32, 1, 16, 16),
+    (56 * 64, 2, 16, 16),
+    (48 * 48, 4, 32, 32), (112 * 112, 4, 32, 32),
+    (40 * 80, 8, 32, 0), (56 * 56, 16, 32, 0), (60 * 60, 64, 32, 0), (33 * 33, 1024, 32, 0),
+]
+
+
+@pytest.mark.parametrize("pixels,offsets,xeon,other", WIDENED_PLANES)
+def test_widened_far_planes_slice_by_their_offsets(pixels, offsets, xeon, other):
+    from reorder.problem import Node, far_plane_slice, plane_offsets
+    b = Node(64, 1, pixels, -1, 1)
+    assert plane_offsets(b, 4) == offsets
+    for ssize in (1, 2):
+        assert far_plane_slice(b, ssize, 4, slice_widening_planes=True) == xeon
+        assert far_plane_slice(b, ssize, 4, slice_widening_planes=False) == other
+    # moves and narrowings keep 128 bytes a slice (f32 32, 16-bit 64) whatever the offsets
+    assert far_plane_slice(b, 4, slice_widening_planes=False) == 32
+    assert far_plane_slice(b, 4, 2, slice_widening_planes=False) == 64
+    assert far_plane_slice(b._replace(extent=32), 1, 4) == 0          # too few planes
+
+
 def test_environment_sets_the_threshold_at_import():
     code = ("import reorder as ro, reorder.machine as m\n"
             "p = ro.plan(ro.Desc((64, 64, 64), 'f32', 'abc'), ro.Desc((64, 64, 64), 'f32', 'cba'))\n"

@@ -168,6 +168,8 @@ cdef struct TileB:
     int dim                     # logical dim of B's bounds-checked node, else -1
     rows_t rows                 # dst offset of B row b
     bint copy_out               # a work item's rows go through a scratch (Transpose)
+    int64_t copy_lanes          # 0: the rows lie back to back, copied out whole; else far
+                                # apart, copied out this many lanes of A at a time
 
 
 cdef void _transpose_items(const word_t* src, word_t* dst, const NodeList* p, const TileA* TA,
@@ -179,8 +181,13 @@ cdef void _transpose_items(const word_t* src, word_t* dst, const NodeList* p, co
     cdef int last = p.n - 1
     cdef void* scratch = NULL
     cdef word_t* scr = NULL
+    cdef rows_t srows
+    cdef arows_t Ac
+    cdef int64_t a0, ca, r
+    srows.nlo, srows.dhi, srows.ahead = 0, 0, 0
+    srows.dlo = B.copy_lanes if B.copy_lanes else p.ext[last]
     if B.copy_out and not nt and posix_memalign(
-            &scratch, 64, B.slice * p.ext[last] * sizeof(word_t)) == 0:
+            &scratch, 64, B.slice * srows.dlo * sizeof(word_t)) == 0:
         scr = <word_t*>scratch          # else (no memory) the tiles write dst directly
     A.slo = p.ss[last]
     A.shi = TA.s_hi
@@ -212,11 +219,25 @@ cdef void _transpose_items(const word_t* src, word_t* dst, const NodeList* p, co
                     base = w.coord[B.dim] + (b0 // B.rows.nlo) * B.w
                     nbw = count_below(B.alloc, base, B.w, nbw // B.rows.nlo) * B.rows.nlo
                     nbv = count_below(B.valid, base, B.w, nbw // B.rows.nlo) * B.rows.nlo
-            if nbw > 0 and scr != NULL and naw == p.ext[last]:
+            if nbw > 0 and scr != NULL and naw == p.ext[last] and B.copy_lanes == 0:
                 # the slice's rows lie back to back in dst: built in the scratch (in L2),
                 # then copied out whole, in sequence
                 _tile(src + w.so + b0, &A, na, scr, &B.rows, 0, nbv, nbw, 0)
                 memcpy(dst + w.do + b0 * naw, scr, nbw * naw * sizeof(word_t))
+            elif nbw > 0 and scr != NULL and nav == naw == p.ext[last]:
+                # the rows lie far apart in dst: a chunk of A at a time is built in the
+                # scratch (in L1), then each row's part is copied out in turn, so the stores
+                # never go to all the rows at once
+                Ac = A
+                a0 = 0
+                while a0 < na:
+                    ca = B.copy_lanes if na - a0 > B.copy_lanes else na - a0
+                    Ac.nv_lo, Ac.nw_lo = ca, ca
+                    _tile(src + w.so + b0 + a0 * A.slo, &Ac, ca, scr, &srows, 0, nbw, nbw, 0)
+                    for r in range(nbw):
+                        memcpy(dst + w.do + (b0 + r) * B.rows.dlo + a0, scr + r * srows.dlo,
+                               ca * sizeof(word_t))
+                    a0 += ca
             elif nbw > 0:
                 _tile(src + w.so + b0, &A, na, dst + w.do, &B.rows, b0, nbv, nbw, nt)
         sl += 1
@@ -255,9 +276,11 @@ cdef class Transpose:
                 or b * dlo when nlo is 0; weight/dim belong to the checked node    # IN
     nt       -- stream (non-temporal) stores                                    # IN
     ahead    -- byte tiles fetch the dst lines of their next row group early     # IN
-    copy_out -- with cached stores, each work item's B rows, which lie back to back in dst
-                (nlo 0, dlo = A's extent, B unchecked, A one node), are built in a
-                scratch of slice x A elements and copied out whole                # IN
+    copy_out -- with cached stores, each work item's B rows (nlo 0, B unchecked, A one
+                node) are built in a scratch: where they lie back to back in dst (dlo =
+                A's extent), slice x A elements copied out whole; else         # IN
+    copy_lanes  slice x copy_lanes elements at a time (a multiple of 16), each row's
+                part copied out in turn                                          # IN
     """
     cdef NodeList p
     cdef TileA A
@@ -267,7 +290,7 @@ cdef class Transpose:
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
                  const int64_t[::1] a, const int64_t[::1] b, bint nt, bint ahead=False,
-                 bint copy_out=False):
+                 bint copy_out=False, int64_t copy_lanes=0):
         _check_itemsize(itemsize)
         fill_nodes(&self.p, nodes, checked)
         if self.p.ds[self.p.n - 1] != 1 or b.shape[0] != 9 or b[5] < 1 or b[6] < 0 \
@@ -282,10 +305,13 @@ cdef class Transpose:
         self.B.rows.nlo, self.B.rows.dlo, self.B.rows.dhi = b[6], b[7], b[8]
         self.B.rows.ahead = ahead
         self.itemsize, self.nt = itemsize, nt
-        if copy_out and (self.A.two or b[6] or b[4] >= 0 or b[7] != self.p.ext[self.p.n - 1]):
-            raise ValueError("copy_out needs B's rows back to back in dst (one level, A's "
-                             "extent apart), B unchecked and A one node")
+        if copy_out and (self.A.two or b[6] or b[4] >= 0 or copy_lanes < 0 or copy_lanes % 16
+                         or (copy_lanes == 0 and b[7] != self.p.ext[self.p.n - 1])):
+            raise ValueError("copy_out needs B's rows on one level, B unchecked, A one node, "
+                             "and the rows back to back in dst (A's extent apart) or "
+                             "copy_lanes a positive multiple of 16")
         self.B.copy_out = copy_out
+        self.B.copy_lanes = copy_lanes if copy_out else 0
 
     @property
     def ahead(self):
@@ -303,6 +329,12 @@ cdef class Transpose:
         """Whether a work item's rows are built in a scratch and copied out whole (the
         plan's choice; cached stores only)."""
         return bool(self.B.copy_out)
+
+    @property
+    def copy_lanes(self):
+        """The lanes of A a far-rows copy-out builds at a time, or 0 (rows back to back, or
+        no copy-out)."""
+        return self.B.copy_lanes
 
     @property
     def tile(self):

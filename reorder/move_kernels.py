@@ -13,7 +13,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _kernels, machine
-from .problem import ALL_THREADS, Kernel, far_plane_slice, far_planes, slab_lanes
+from .problem import (ALL_THREADS, FAR_PLANE_BYTES, Kernel, far_plane_slice, far_planes,
+                      plane_offsets, slab_lanes)
 
 __all__ = ["CopyKernel", "BlockKernel", "TransposeKernel", "GenericKernel"]
 
@@ -30,6 +31,9 @@ TILE_ROWS = 16
 # With cached stores, tile work items of this many dst rows or more, each short (several
 # tiles of A), build their rows in a scratch and copy them out whole (TransposeKernel).
 TILE_COPY_OUT_ROWS = 64
+# Tiles whose rows are dst planes on few 4 KiB offsets build this many bytes of them at a
+# time in a scratch (in L1) and copy each row's part out in turn (TransposeKernel).
+TILE_COPY_LANES_BYTES = 16 << 10
 # Byte tiles with cached stores fetch the dst lines of their next row group early when source
 # and destination together reach this fraction of the streaming threshold (an eighth of the
 # L3 by default): there the lines come from L3, from rows too far apart for the hardware
@@ -363,8 +367,24 @@ class TransposeKernel(Kernel):
             avec = np.array([ha.extent, ha.ss, ha.weight, hv, hp, ha.dim], dtype=np.int64)
         ahead = not nt and prob.itemsize == 1 \
             and prob.moved_bytes >= stream_min_bytes // TILE_AHEAD_FRACTION
+        lanes = self._copy_lanes(prob, b, ia, ic, slice_, nt)
         return _kernels.Transpose(prob.itemsize, nodes, _checked_array(prob), avec, bvec, nt,
-                                  ahead, self._copy_out(prob, b, ia, ic, slice_, nt))
+                                  ahead, lanes > 0 or self._copy_out(prob, b, ia, ic, slice_, nt),
+                                  lanes)
+
+    @staticmethod
+    def _copy_lanes(prob, b, ia, ic, slice_, nt):
+        """The lanes of A a work item builds at a time in a scratch of TILE_COPY_LANES_BYTES
+        before copying each row's part out, where B's rows are dst planes a multiple of
+        4 KiB apart (problem.plane_offsets: one; nhwc -> nchw at 32x32, 64x64 or 224x224
+        pixels of f32): written directly, a tile's stores went to as many lines of one
+        cache set as it has columns. Else 0. On an AMD Zen 5 planes on one offset read
+        1.1-2.8 times as fast; on two, 0.78-0.84 (docs/kernels.md)."""
+        a = prob.nodes[-1]
+        if nt or ia is not None or ic is not None or b.dim >= 0 or a.dim >= 0 \
+                or b.ds * prob.itemsize < FAR_PLANE_BYTES or plane_offsets(b, prob.itemsize) > 1:
+            return 0
+        return max(16, TILE_COPY_LANES_BYTES // (slice_ * prob.itemsize) // 16 * 16)
 
     @staticmethod
     def _copy_out(prob, b, ia, ic, slice_, nt):

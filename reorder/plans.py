@@ -216,7 +216,11 @@ class Plan:
                 lines.append(f"  tiles: B in slices of {st.runner.slice} a work item"
                              + ("" if st.runner.nt else " (cached stores: " + (_FAR if far else
                                 f"dst footprint <= {_bytes(TILE_DST_BYTES)})")))
-                if st.runner.copy_out:
+                if st.runner.copy_lanes:
+                    lines.append(f"  tiles: a work item's dst planes, a multiple of 4 KiB apart, "
+                                 f"are built {st.runner.copy_lanes} elements at a time in a "
+                                 f"scratch and copied out a row at a time")
+                elif st.runner.copy_out:
                     lines.append("  tiles: a work item's dst rows, back to back, are built in "
                                  "a scratch and copied out whole")
             if st.runner.nt:

@@ -210,6 +210,71 @@ def test_tiles_copied_out_match_reference(simd, dims, dtype, tile_rules):
     assert np.array_equal(uint_view(v), uint_view(keep))
 
 
+# nhwc -> nchw where the dst planes lie a multiple of 4 KiB apart (their starts on one 4 KiB
+# offset): a work item builds a chunk of pixels of its planes in a scratch and copies each
+# plane's part out (TransposeKernel._copy_lanes). One plane's bytes: f32 32x32, bf16 32x64,
+# s8 64x64, f64 16x32; C not a multiple of the tile (40, 24, 72). The scratch is set small,
+# so that chunks of 48 pixels (f32, one image: 16 planes a slice) leave a short last one.
+COPY_LANES_TILES = [("f32", (2, 40, 32, 32)), ("f32", (1, 72, 64, 64)), ("bf16", (3, 24, 32, 64)),
+                    ("s8", (1, 40, 64, 64)), ("s8", (2, 64, 128, 32)), ("f64", (2, 24, 16, 32))]
+
+
+@pytest.mark.parametrize("dtype,dims", COPY_LANES_TILES,
+                         ids=[f"{d}-{'x'.join(map(str, s))}" for d, s in COPY_LANES_TILES])
+@pytest.mark.parametrize("scratch", [16 * 4 * 48, None], ids=["ragged-chunks", "plan-scratch"])
+def test_planes_on_one_offset_copied_out_in_chunks(simd, dtype, dims, scratch, monkeypatch):
+    from reorder import move_kernels, plan_cache, plans
+    if scratch:
+        monkeypatch.setattr(move_kernels, "TILE_COPY_LANES_BYTES", scratch)
+    plan_cache.cached_plan.cache_clear()
+    plans._steps.cache_clear()
+    dt = np.dtype(ro.Desc(dims, dtype, "abcd").dtype.storage)
+    x = np.random.default_rng(sum(dims)).integers(0, 256, int(np.prod(dims)) * dt.itemsize,
+                                                  dtype=np.uint8).view(dt)
+    expected = ref_reorder(x, dims, "acdb", "abcd").reshape(dims)
+    x = x.reshape(dims[0], dims[2], dims[3], dims[1])
+    try:
+        for threshold, copied in ((1 << 62, True), (0, False)):
+            p = cached_plan(ro.Desc(dims, dtype, "acdb"), ro.Desc(dims, dtype, "abcd"),
+                            stream_min_bytes=threshold)
+            lanes = p.runners[0].copy_lanes
+            assert p.kernel == "transpose" and (lanes > 0) == copied, p.explain()
+            assert ("copied out a row at a time" in p.explain()) == copied, p.explain()
+            if copied and scratch:
+                assert lanes == max(16, scratch // (p.runners[0].slice * dt.itemsize) // 16 * 16)
+            for threads in (1, 2, 3):
+                out = np.full(p.dst.nbytes, 0x5A, np.uint8).view(dt).reshape(dims)
+                p(x, out=out, threads=threads)
+                assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
+        # a view one element in, its pixels C + 1 apart: the same path, left as it was
+        v = np.concatenate([x[..., :1], x], axis=-1)[..., 1:]
+        keep = v.copy()
+        p = ro.plan(ro.Desc.of(v, "acdb"), "abcd")
+        assert p.runners[0].copy_lanes > 0, p.explain()
+        got = p(v)
+        want = ref_reorder(np.ascontiguousarray(v).reshape(-1), dims, "acdb", "abcd")
+        assert np.array_equal(uint_view(got), uint_view(want.reshape(dims)))
+        assert np.array_equal(uint_view(v), uint_view(keep))
+    finally:
+        plan_cache.cached_plan.cache_clear()
+        plans._steps.cache_clear()
+
+
+# (dims, dtype): planes not on one 4 KiB offset, or nearer than 4 KiB, are written directly
+DIRECT_PLANES = [((1, 64, 56, 64), "f32"),       # two offsets
+                 ((1, 64, 96, 96), "bf16"),      # two
+                 ((8, 64, 16, 16), "f32"),       # 1 KiB planes
+                 ((1, 64, 60, 60), "f32")]
+
+
+@pytest.mark.parametrize("dims,dtype", DIRECT_PLANES)
+def test_planes_on_several_offsets_are_written_directly(dims, dtype):
+    p = cached_plan(ro.Desc(dims, dtype, "acdb"), ro.Desc(dims, dtype, "abcd"),
+                    stream_min_bytes=1 << 62)
+    assert p.kernel == "transpose" and p.runners[0].copy_lanes == 0, p.explain()
+    assert "copied out a row at a time" not in p.explain()
+
+
 def test_copy_out_refused_where_rows_are_not_back_to_back():
     """The runner checks the plan's promise: rows one level, A's extent apart, B unchecked."""
     nodes = np.array([[2, 100, 100, -1, 1], [10, 1, 10, -1, 1], [10, 10, 1, -1, 1]], np.int64)
@@ -222,6 +287,14 @@ def test_copy_out_refused_where_rows_are_not_back_to_back():
         with pytest.raises(ValueError, match="copy_out"):
             _kernels.Transpose(4, nodes, np.zeros((0, 3), np.int64), a,
                                np.array(bad, np.int64), False, False, True)
+    # rows far apart take copy_lanes, a positive multiple of 16; B still unchecked
+    far = np.array([10, 1, 0, 0, -1, 10, 0, 1024, 0], np.int64)
+    assert _kernels.Transpose(4, nodes, np.zeros((0, 3), np.int64), a, far, False, False,
+                              True, 32).copy_lanes == 32
+    for lanes, b in ((24, far), (-16, far), (32, np.array([10, 1, 10, 16, 1, 10, 0, 1024, 0]))):
+        with pytest.raises(ValueError, match="copy_out"):
+            _kernels.Transpose(4, nodes, np.zeros((0, 3), np.int64), a, b, False, False,
+                               True, lanes)
 
 
 # A not a multiple of the tile's row block, B whole: with cached stores the last block of

@@ -217,6 +217,7 @@ ctypedef fused any_t:
 
 # dtype codes shared with reorder/conversion.py
 CODES = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3, "s8": 4, "u8": 5, "s32": 6}
+DSIZE = (4, 8, 2, 2, 1, 1, 4)       # element bytes by code
 
 cdef enum:
     CH = 256            # elements per chunk of the f32 scratch row
@@ -610,6 +611,9 @@ cdef struct TileSpec:
     int64_t bds
     int64_t bw
     int bdim
+    int64_t copy_lanes           # cached stores into far B rows: this many lanes at a time
+                                 # built in the scratch, each row's part copied out; or 0
+    int64_t dsize                # the output's element size
 
 
 cdef void _tile_scalar(const src_t* s, const int64_t* soff, dst_t* d, int64_t dB, int64_t nbv,
@@ -648,10 +652,44 @@ cdef void _tile_scalar(const src_t* s, const int64_t* soff, dst_t* d, int64_t dB
         b += 1
 
 
-cdef inline int64_t _tile_scratch_bytes(const TileSpec* T) noexcept nogil:
-    """Bytes of one thread's tile scratch (scale vectors, sums, lane masks), whole lines."""
+cdef inline int64_t _tile_vectors_bytes(const TileSpec* T) noexcept nogil:
+    """Bytes of one thread's scale vectors, sums and lane masks, whole lines."""
     cdef int64_t n = T.ngroups * 16
     return (n * (2 * sizeof(float) + sizeof(int32_t)) + T.ngroups * sizeof(uint16_t) + 63) // 64 * 64
+
+
+cdef inline int64_t _tile_scratch_bytes(const TileSpec* T) noexcept nogil:
+    """Bytes of one thread's tile scratch: the vectors, then the rows a copy-out builds
+    (copy_lanes x B), whole lines."""
+    return _tile_vectors_bytes(T) + (T.copy_lanes * T.bext * T.dsize + 63) // 64 * 64
+
+
+cdef void _tile_copied(const src_t* s, dst_t* d, const rq_block_t* blk, const rq_math_t* m,
+                       rq_block_fn fn, int64_t cl, dst_t* scr) noexcept nogil:
+    """One position's lane groups, cl lanes (a multiple of 16) at a time: built in `scr`, B's
+    rows cl apart, then each row's part copied to its far dst row in turn. The last chunk
+    ends at the last group, which may overlap the chunk before (blk.last)."""
+    cdef rq_block_t b = blk[0]
+    cdef int64_t G = blk.ngroups, g0 = 0, ng, start, r
+    b.dB = cl
+    while g0 < G:
+        ng = cl // 16 if G - g0 > cl // 16 else G - g0
+        if g0 + ng == G:
+            start = blk.last if blk.last < g0 * 16 else g0 * 16
+            b.last = blk.last - start
+        else:
+            start = g0 * 16
+            b.last = (ng - 1) * 16
+        b.ngroups = ng
+        b.soff = blk.soff + g0 * 16
+        b.lanes = blk.lanes + g0
+        b.ssc = blk.ssc + g0 * 16
+        b.dinv = blk.dinv + g0 * 16
+        b.acc = blk.acc + g0 * 16 if blk.acc != NULL else NULL
+        fn(s, scr, &b, m)
+        for r in range(blk.nbw):
+            memcpy(d + r * blk.dB + start, scr + r * cl, (b.last + 16) * sizeof(dst_t))
+        g0 += ng
 
 
 cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpec* T,
@@ -672,6 +710,7 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
     cdef float* dinv
     cdef int32_t* acc
     cdef uint16_t* lanes
+    cdef dst_t* rows = <dst_t*>(mem + _tile_vectors_bytes(T))
     ssc = <float*>mem
     dinv = ssc + n
     acc = <int32_t*>(dinv + n)
@@ -730,7 +769,9 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
             last_co = w.co
             have_co = 1
         blk.nbv, blk.nbw = nbv, nbw
-        if fn != NULL:
+        if fn != NULL and T.copy_lanes and not T.nt:
+            _tile_copied(s + w.so, d + w.do, &blk, m, fn, T.copy_lanes, rows)
+        elif fn != NULL:
             fn(s + w.so, d + w.do, &blk, m)
         else:
             for g in range(G):
@@ -1252,6 +1293,10 @@ cdef class ConvertTile(Convert):
     groups    -- lane groups converted at once: 4 of 1-byte outputs, 2 of 16-bit ones, so
                  that each column's 64 bytes are one store; 1 for one at a time (the
                  planner's choice)
+    copy_lanes -- with cached stores, the SIMD tiles build this many lanes (a multiple of 16
+                 and of 16 x groups) of a position's B rows at a time in a scratch and copy
+                 each row's part out in turn; 0 to store into dst directly. Not with a sum
+                 with dst, which reads dst
     """
     cdef readonly int groups
     cdef readonly int64_t nlanes
@@ -1260,7 +1305,7 @@ cdef class ConvertTile(Convert):
                  const int64_t[:, ::1] checked, Arith arith not None, int split,
                  const int64_t[::1] soff, const int64_t[::1] koff, const int64_t[::1] coff,
                  const int64_t[:, ::1] acoord, const int64_t[::1] ckdims, const int64_t[::1] b,
-                 bint nt, int groups=1, nlanes=None):
+                 bint nt, int groups=1, nlanes=None, int64_t copy_lanes=0):
         Convert.__init__(self, scode, dcode, nodes, checked, arith, split)
         cdef int k
         n = soff.shape[0]
@@ -1278,6 +1323,9 @@ cdef class ConvertTile(Convert):
             raise ValueError("tile nodes must end with a dummy node of extent 1")
         if groups not in (1, 2, 4):
             raise ValueError(f"a tile converts 1, 2 or 4 lane groups at once, not {groups}")
+        if copy_lanes < 0 or copy_lanes % (16 * groups) or (copy_lanes and arith.c.has_sum):
+            raise ValueError(f"copy_lanes {copy_lanes} must be a multiple of {16 * groups} "
+                             f"lanes, and 0 with a sum with dst")
         self.keep = (self.keep, soff, koff, coff, acoord)
         self.nt = nt
         self.T.nt = nt
@@ -1294,7 +1342,15 @@ cdef class ConvertTile(Convert):
         for k in range(self.T.nck):
             self.T.ckdim[k] = <int>ckdims[k]
         self.T.bext, self.T.bds, self.T.bw, self.T.bdim = b[0], b[1], b[2], <int>b[3]
+        self.T.copy_lanes = copy_lanes
+        self.T.dsize = DSIZE[dcode]
         self.kind = K_TILE
+
+    @property
+    def copy_lanes(self):
+        """Lanes a position's B rows are built in a scratch at a time before each row's part
+        is copied out, or 0 (the plan's choice; cached stores only)."""
+        return self.T.copy_lanes
 
 
 cdef class ConvertW4i16o4i(Convert):

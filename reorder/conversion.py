@@ -10,8 +10,9 @@ import numpy as np
 
 from . import _convert
 from .attrs import scale_array, sum_factor, zero_point
-from .move_kernels import TILE_DST_BYTES
-from .problem import FAR_PLANE_BYTES, Kernel, Node, far_plane_slice, far_planes, slab_lanes
+from .move_kernels import TILE_COPY_LANES_BYTES, TILE_DST_BYTES
+from .problem import (FAR_PLANE_BYTES, Kernel, Node, far_plane_slice, far_planes, plane_offsets,
+                      slab_lanes)
 
 __all__ = ["ConversionKernel", "arith_for", "call_values", "tile_b_slice",
            "widened_columns_cached"]
@@ -238,6 +239,21 @@ def _cached_b_slice(b, ssize, dsize, positions):
                default=0)
 
 
+def _copy_lanes(prob, b, nt, groups):
+    """The lanes a position builds at a time in a scratch of TILE_COPY_LANES_BYTES before each
+    of B's rows gets its part, where B's rows are dst planes a multiple of 4 KiB apart
+    (problem.plane_offsets: one; nhwc -> nchw at 32x32 or 64x64 pixels of f32): written
+    directly, a lane group's stores went to as many lines of one cache set as B has planes
+    (docs/kernels.md). Else 0; never with a sum with dst, which reads it, nor into bytes,
+    whose four lane groups a store measured slower so (0.87-0.94 on an AMD Zen 5)."""
+    dsize = prob.dst.dtype.itemsize
+    if nt or dsize < 2 or prob.attrs.sum_beta is not None or b.ds * dsize < FAR_PLANE_BYTES \
+            or plane_offsets(b, dsize) > 1:
+        return 0
+    step = 16 * groups
+    return max(step, TILE_COPY_LANES_BYTES // (b.extent * dsize) // step * step)
+
+
 def _outer_rows(onodes, oq):
     """The runners' node array: outer nodes, then a dummy node for the per-position work."""
     rows = [tuple(nd) + tuple(q) for nd, q in zip(onodes, oq)] + [(1, 0, 0, -1, 1, 0, 0)]
@@ -453,4 +469,5 @@ class ConversionKernel(Kernel):
             b.extent * prob.src.dtype.itemsize <= TILE_WIDE_ROW_BYTES else 1
         return _convert.ConvertTile(*codes, nodes, checked, arith, _split_node(onodes, oq),
                                     soff, koff, coff, acoord, np.array(blk_dims, dtype=np.int64),
-                                    bvec, nt, groups, nlanes)
+                                    bvec, nt, groups, nlanes,
+                                    _copy_lanes(prob, b, nt, groups))

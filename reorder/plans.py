@@ -211,6 +211,10 @@ class Plan:
             if b_slice:
                 lines.append(f"  tiles: B in slices of {b_slice} a position (cached stores: "
                              + (_FAR if far else f"dst rows <= {_bytes(TILE_DST_BYTES)})"))
+            if getattr(st.runner, "copy_lanes", 0) and kernel.name != "transpose":
+                lines.append(f"  tiles: a position's dst planes, a multiple of 4 KiB apart, are "
+                             f"built {st.runner.copy_lanes} lanes at a time in a scratch and "
+                             f"copied out a row at a time")
             if kernel.name == "transpose":
                 far = not st.runner.nt and kernel.far_slice(prob)
                 lines.append(f"  tiles: B in slices of {st.runner.slice} a work item"

@@ -1408,6 +1408,94 @@ def test_tile_lanes_not_whole_groups_from_views(view, simd):
     np.testing.assert_array_equal(bits(got), bits(exp))
 
 
+# nhwc -> nchw where the dst planes lie a multiple of 4 KiB apart: the tiles build a chunk
+# of lanes of their planes in a scratch and copy each plane's part out
+# (conversion._copy_lanes). Outputs of 2 and 4 bytes; C not a multiple of 16 (40, 24, 72).
+# The scratch set small makes chunks of 48 (f32 into 16 planes a slice) or 32 lanes that leave
+# a short last one.
+COPIED_TILES = [
+    ((2, 40, 32, 32), "bf16", "f32", {}),
+    ((1, 72, 64, 64), "s8", "f32", {"src_scales": 0.5}),
+    ((2, 64, 32, 32), "u8", "f32", {"src_zero_point": 3, "src_scales": 0.25}),
+    ((3, 24, 32, 64), "f32", "bf16", {}),
+    ((1, 40, 64, 64), "f32", "f16", {"dst_scales": 0.25}),
+]
+
+
+@pytest.mark.parametrize("scratch", [16 * 4 * 48, None], ids=["ragged-chunks", "plan-scratch"])
+@pytest.mark.parametrize("dims,sdt,ddt,kw", COPIED_TILES,
+                         ids=[f"{'x'.join(map(str, c[0]))}-{c[1]}-{c[2]}" for c in COPIED_TILES])
+def test_tiles_into_planes_on_one_offset_copied_out_in_chunks(dims, sdt, ddt, kw, scratch, simd,
+                                                              monkeypatch):
+    from reorder import conversion
+    if scratch:
+        monkeypatch.setattr(conversion, "TILE_COPY_LANES_BYTES", scratch)
+    cached_plan.cache_clear()
+    _steps.cache_clear()
+    rng = np.random.default_rng(zlib.crc32(f"{dims} {sdt} {ddt}".encode()))
+    kw = {k: np.linspace(0.05, 3.0, dims[1], dtype=np.float32) if v == "per channel" else v
+          for k, v in kw.items()}
+    sdesc, ddesc = ro.Desc(dims, sdt, "acdb"), ro.Desc(dims, ddt, "abcd")
+    src = qr.place(values_for(sdt, math.prod(dims), rng), dims, "acdb", sdt)
+    try:
+        for threshold, copied in ((1 << 62, True), (0, False)):
+            p = cached_plan(sdesc, ddesc, None, make_attrs(**kw), threshold)
+            runner = p.runners[0]
+            assert type(runner).__name__ == "ConvertTile", p.explain()
+            assert (runner.copy_lanes > 0) == (copied and not runner.nt), p.explain()
+            assert ("copied out a row at a time" in p.explain()) == (runner.copy_lanes > 0)
+            check_plan(p, src, "acdb", "abcd", sdesc, ddesc, kw, rng, fill=0x5A)
+    finally:
+        cached_plan.cache_clear()
+        _steps.cache_clear()
+
+
+# (dims, src, dst, keywords): tiles into planes a multiple of 4 KiB apart that store directly:
+# bytes, a sum with dst (read back), planes on two offsets, planes of 2 KiB
+DIRECT_TILES = [((1, 64, 64, 64), "f32", "s8", {"dst_scales": 0.5}),
+                ((1, 64, 64, 64), "bf16", "f32", {"sum_beta": 0.5}),
+                ((1, 64, 56, 64), "bf16", "f32", {}),
+                ((2, 64, 32, 32), "f32", "bf16", {})]
+
+
+@pytest.mark.parametrize("dims,sdt,ddt,kw", DIRECT_TILES,
+                         ids=[f"{'x'.join(map(str, c[0]))}-{c[1]}-{c[2]}" for c in DIRECT_TILES])
+def test_tiles_into_other_planes_store_directly(dims, sdt, ddt, kw):
+    p = cached_plan(ro.Desc(dims, sdt, "acdb"), ro.Desc(dims, ddt, "abcd"), None,
+                    make_attrs(**kw), 1 << 62)
+    assert type(p.runners[0]).__name__ == "ConvertTile" and p.runners[0].copy_lanes == 0, \
+        p.explain()
+
+
+def test_tile_copy_out_with_lanes_overlapping_their_last_group(simd):
+    """40 lanes in tables of three groups, the last holding lanes 24..39, built 32 lanes at a
+    time: the last chunk is that group alone, copied from lane 24. Against numpy; the runner
+    refuses chunks that are not whole groups, and any with a sum with dst."""
+    nodes = np.array([[1, 0, 0, -1, 1, 0, 0]], np.int64)
+    none = np.zeros((0, 3), np.int64)
+    C, L, ds = 16, 40, 1024                     # B: 16 planes 1024 floats apart
+    lanes = np.concatenate([np.arange(32), np.arange(24, 40)]).astype(np.int64)
+    tables = [lanes * C, np.zeros(48, np.int64), np.zeros(48, np.int64)]
+    b = np.array([C, ds, 1, -1], np.int64)
+    args = (3, 0, nodes, none)                  # bf16 -> f32
+    common = (np.zeros((0, 48), np.int64), np.zeros(0, np.int64), b, False, 1, L)
+    t = _convert.ConvertTile(*args, arith_for(make_attrs()), -1, *tables, *common, 32)
+    assert t.copy_lanes == 32
+    x = np.random.default_rng(5).integers(0, 1 << 16, (L, C)).astype(np.uint16)
+    x &= 0x7F7F                                 # finite values
+    dst = np.full((C, ds), 0x5A5A5A5A, np.uint32)
+    t.run(x.ctypes.data, dst.ctypes.data, 1)
+    want = dst.copy()
+    want[:, :L] = (x.astype(np.uint32) << 16).T
+    np.testing.assert_array_equal(dst, want)
+    for lanes_ in (24, -16):
+        with pytest.raises(ValueError, match="copy_lanes"):
+            _convert.ConvertTile(*args, arith_for(make_attrs()), -1, *tables, *common, lanes_)
+    with pytest.raises(ValueError, match="copy_lanes"):        # whole groups, a sum with dst
+        _convert.ConvertTile(*args, arith_for(make_attrs(sum_beta=0.5)), -1, *tables,
+                             *common[:-1], 48, 32)
+
+
 def test_tile_lanes_overlapping_refuse_what_they_would_count_twice():
     """The tile runner refuses overlapping lanes with a sum with dst (at construction) and
     compensation sums (at the call), which the shared lanes' second write would add twice;

@@ -3,9 +3,11 @@ np.copyto of the same bytes ((src + dst) / 2) in the same run, 8x256x56x56, 1 an
 nchw <-> nhwc and nchw <-> nChw16c through the tiles (1-byte outputs four lane groups at a
 time where a lane's source run is short; docs/int8.md); back to nchw also at 1x64x112x112,
 whose 12544 pixels a plane are more lanes than one tile call takes, and at 8x512x7x7, whose
-49 are not a multiple of 16 (the tile's last group overlaps the one before); a padded block
-on an unchanged layout, nChw16c at C=19; and nhwc <-> nChw16c, whose runs of 16 channels the
-conversion walk takes as grids (one SIMD call for many runs; docs/int8.md).
+49 are not a multiple of 16 (the tile's last group overlaps the one before); nhwc -> nchw at
+2x128x64x64, whose f32 planes lie a multiple of 4 KiB apart (built in a scratch and copied
+out a plane at a time; docs/kernels.md); a padded block on an unchanged layout, nChw16c at
+C=19; and nhwc <-> nChw16c, whose runs of 16 channels the conversion walk takes as grids (one
+SIMD call for many runs; docs/int8.md).
 
 Targets (medians, ratio to that copy; docs/int8.md): >= 0.8 on an unchanged layout (and at
 least oneDNN 3.2's ratio), >= 0.7 through a layout change."""
@@ -34,6 +36,7 @@ LAYOUTS = [("nchw", "nchw", DIMS), ("nchw", "nhwc", DIMS), ("nhwc", "nchw", DIMS
            ("nChw16c", "nchw", DIMS),
            ("nchw", "nChw16c", DIMS), ("nChw16c", "nchw", (1, 64, 112, 112)),
            ("nChw16c", "nchw", (8, 512, 7, 7)), ("nChw16c", "nChw16c", (8, 19, 56, 56)),
+           ("nhwc", "nchw", (2, 128, 64, 64)),
            ("nhwc", "nChw16c", DIMS), ("nChw16c", "nhwc", DIMS)]
 
 

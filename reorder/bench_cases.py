@@ -22,6 +22,11 @@ MOVE_CASES = (
     ("nChw8c->nChw16c padded", (8, 19, 56, 56), "nChw8c", "nChw16c"),
     ("nChw8c->nChw16c", (8, 64, 56, 56), "nChw8c", "nChw16c"),
     ("nChw16c->nchw 7x7", (8, 512, 7, 7), "nChw16c", "nchw"),
+    # dst rows a multiple of 4 KiB apart in f32: planes of 64x64 pixels, pixels of 1024
+    # channels (docs/kernels.md)
+    ("nChw16c->nchw 64x64", (2, 128, 64, 64), "nChw16c", "nchw"),
+    ("nhwc->nchw 64x64", (2, 128, 64, 64), "nhwc", "nchw"),
+    ("nchw->nhwc 1024c", (8, 1024, 14, 14), "nchw", "nhwc"),
     ("oihw->OIhw16i16o", (512, 512, 3, 3), "oihw", "OIhw16i16o"),
     ("OIhw16i16o->oihw", (512, 512, 3, 3), "OIhw16i16o", "oihw"),
     ("oihw->OIhw4i16o4i padded", (200, 120, 3, 3), "oihw", "OIhw4i16o4i"),

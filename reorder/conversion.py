@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _convert
 from .attrs import scale_array, sum_factor, zero_point
-from .move_kernels import TILE_COPY_LANES_BYTES, TILE_DST_BYTES
+from .move_kernels import TILE_DST_BYTES
 from .problem import (FAR_PLANE_BYTES, Kernel, Node, far_plane_slice, far_planes, plane_offsets,
                       slab_lanes)
 
@@ -31,6 +31,13 @@ TILE_MAX_LANES = 4096
 # (1x256x56x56 nhwc -> nchw widened into f32, 2 threads, an AMD Zen 5: B whole, one thread
 # doing it all, read 0.67-0.88 of the slices' speed).
 TILE_SHARED_POSITIONS = 4
+
+# Tiles into dst planes a multiple of 4 KiB apart build this many lanes of them at a time in
+# a scratch, at most TILE_COPY_SCRATCH_BYTES of it, and copy each plane's part out
+# (_copy_lanes). On an AMD Zen 5 256 lanes read 1.15-1.35 times as fast as 128 and 512
+# (docs/kernels.md).
+TILE_COPY_LANES = 256
+TILE_COPY_SCRATCH_BYTES = 64 << 10
 
 # 1-byte outputs convert four lane groups at a time (each column's 64 bytes stored whole)
 # where a lane's source run along B is this long or shorter: longer runs would be read as 64
@@ -240,8 +247,9 @@ def _cached_b_slice(b, ssize, dsize, positions):
 
 
 def _copy_lanes(prob, b, nt, groups):
-    """The lanes a position builds at a time in a scratch of TILE_COPY_LANES_BYTES before each
-    of B's rows gets its part, where B's rows are dst planes a multiple of 4 KiB apart
+    """The lanes (TILE_COPY_LANES, fewer where B's rows are many) a position builds at a time
+    in a scratch before each of B's rows gets its part, where B's rows are dst planes a
+    multiple of 4 KiB apart
     (problem.plane_offsets: one; nhwc -> nchw at 32x32 or 64x64 pixels of f32): written
     directly, a lane group's stores went to as many lines of one cache set as B has planes
     (docs/kernels.md). Else 0; never with a sum with dst, which reads it, nor into bytes,
@@ -251,7 +259,8 @@ def _copy_lanes(prob, b, nt, groups):
             or plane_offsets(b, dsize) > 1:
         return 0
     step = 16 * groups
-    return max(step, TILE_COPY_LANES_BYTES // (b.extent * dsize) // step * step)
+    lanes = min(TILE_COPY_LANES, TILE_COPY_SCRATCH_BYTES // (b.extent * dsize))
+    return max(step, lanes // step * step)
 
 
 def _outer_rows(onodes, oq):

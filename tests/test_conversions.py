@@ -1411,8 +1411,7 @@ def test_tile_lanes_not_whole_groups_from_views(view, simd):
 # nhwc -> nchw where the dst planes lie a multiple of 4 KiB apart: the tiles build a chunk
 # of lanes of their planes in a scratch and copy each plane's part out
 # (conversion._copy_lanes). Outputs of 2 and 4 bytes; C not a multiple of 16 (40, 24, 72).
-# The scratch set small makes chunks of 48 (f32 into 16 planes a slice) or 32 lanes that leave
-# a short last one.
+# Chunks set to 96 lanes leave a short last one.
 COPIED_TILES = [
     ((2, 40, 32, 32), "bf16", "f32", {}),
     ((1, 72, 64, 64), "s8", "f32", {"src_scales": 0.5}),
@@ -1422,14 +1421,14 @@ COPIED_TILES = [
 ]
 
 
-@pytest.mark.parametrize("scratch", [16 * 4 * 48, None], ids=["ragged-chunks", "plan-scratch"])
+@pytest.mark.parametrize("chunk", [96, None], ids=["ragged-chunks", "plan-chunks"])
 @pytest.mark.parametrize("dims,sdt,ddt,kw", COPIED_TILES,
                          ids=[f"{'x'.join(map(str, c[0]))}-{c[1]}-{c[2]}" for c in COPIED_TILES])
-def test_tiles_into_planes_on_one_offset_copied_out_in_chunks(dims, sdt, ddt, kw, scratch, simd,
+def test_tiles_into_planes_on_one_offset_copied_out_in_chunks(dims, sdt, ddt, kw, chunk, simd,
                                                               monkeypatch):
     from reorder import conversion
-    if scratch:
-        monkeypatch.setattr(conversion, "TILE_COPY_LANES_BYTES", scratch)
+    if chunk:
+        monkeypatch.setattr(conversion, "TILE_COPY_LANES", chunk)
     cached_plan.cache_clear()
     _steps.cache_clear()
     rng = np.random.default_rng(zlib.crc32(f"{dims} {sdt} {ddt}".encode()))
@@ -1443,6 +1442,8 @@ def test_tiles_into_planes_on_one_offset_copied_out_in_chunks(dims, sdt, ddt, kw
             runner = p.runners[0]
             assert type(runner).__name__ == "ConvertTile", p.explain()
             assert (runner.copy_lanes > 0) == (copied and not runner.nt), p.explain()
+            if runner.copy_lanes and chunk:
+                assert runner.copy_lanes == 96, p.explain()
             assert ("copied out a row at a time" in p.explain()) == (runner.copy_lanes > 0)
             check_plan(p, src, "acdb", "abcd", sdesc, ddesc, kw, rng, fill=0x5A)
     finally:

@@ -306,10 +306,12 @@ cdef class Transpose:
         self.B.rows.ahead = ahead
         self.itemsize, self.nt = itemsize, nt
         if copy_out and (self.A.two or b[6] or b[4] >= 0 or copy_lanes < 0 or copy_lanes % 16
-                         or (copy_lanes == 0 and b[7] != self.p.ext[self.p.n - 1])):
+                         or (copy_lanes == 0 and b[7] != self.p.ext[self.p.n - 1])
+                         or (copy_lanes and self.p.ext[self.p.n - 1] % 16)):
             raise ValueError("copy_out needs B's rows on one level, B unchecked, A one node, "
                              "and the rows back to back in dst (A's extent apart) or "
-                             "copy_lanes a positive multiple of 16")
+                             "copy_lanes a positive multiple of 16, with A whole groups of 16 "
+                             "(no chunk shorter than a tile)")
         self.B.copy_out = copy_out
         self.B.copy_lanes = copy_lanes if copy_out else 0
 

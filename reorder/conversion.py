@@ -34,8 +34,8 @@ TILE_SHARED_POSITIONS = 4
 
 # Tiles into dst planes a multiple of 4 KiB apart build this many lanes of them at a time in
 # a scratch, at most TILE_COPY_SCRATCH_BYTES of it, and copy each plane's part out
-# (_copy_lanes). On an AMD Zen 5 256 lanes read 1.15-1.35 times as fast as 128 and 512
-# (docs/kernels.md).
+# (_copy_lanes). On an AMD Zen 5 256 were best: 1.15-1.19 times 512's speed widening into
+# f32, 1.28-1.35 times 128's narrowing into 16 bits (docs/kernels.md).
 TILE_COPY_LANES = 256
 TILE_COPY_SCRATCH_BYTES = 64 << 10
 
@@ -249,11 +249,11 @@ def _cached_b_slice(b, ssize, dsize, positions):
 def _copy_lanes(prob, b, nt, groups):
     """The lanes (TILE_COPY_LANES, fewer where B's rows are many) a position builds at a time
     in a scratch before each of B's rows gets its part, where B's rows are dst planes a
-    multiple of 4 KiB apart
-    (problem.plane_offsets: one; nhwc -> nchw at 32x32 or 64x64 pixels of f32): written
-    directly, a lane group's stores went to as many lines of one cache set as B has planes
-    (docs/kernels.md). Else 0; never with a sum with dst, which reads it, nor into bytes,
-    whose four lane groups a store measured slower so (0.87-0.94 on an AMD Zen 5)."""
+    multiple of 4 KiB apart (problem.plane_offsets: one; nhwc -> nchw at 32x32 or 64x64
+    pixels of f32): written directly, a lane group's stores went to as many lines of one
+    cache set as B has planes (docs/kernels.md). Else 0; never with a sum with dst, which
+    reads it, nor into bytes, whose four lane groups a store measured slower so (0.87-0.94
+    on an AMD Zen 5)."""
     dsize = prob.dst.dtype.itemsize
     if nt or dsize < 2 or prob.attrs.sum_beta is not None or b.ds * dsize < FAR_PLANE_BYTES \
             or plane_offsets(b, dsize) > 1:

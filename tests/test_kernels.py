@@ -287,13 +287,16 @@ def test_copy_out_refused_where_rows_are_not_back_to_back():
         with pytest.raises(ValueError, match="copy_out"):
             _kernels.Transpose(4, nodes, np.zeros((0, 3), np.int64), a,
                                np.array(bad, np.int64), False, False, True)
-    # rows far apart take copy_lanes, a positive multiple of 16; B still unchecked
+    # rows far apart take copy_lanes, a positive multiple of 16, with A whole groups of 16;
+    # B still unchecked
     far = np.array([10, 1, 0, 0, -1, 10, 0, 1024, 0], np.int64)
-    assert _kernels.Transpose(4, nodes, np.zeros((0, 3), np.int64), a, far, False, False,
+    nodes32 = np.array([[2, 100, 100, -1, 1], [10, 1, 10, -1, 1], [32, 10, 1, -1, 1]], np.int64)
+    assert _kernels.Transpose(4, nodes32, np.zeros((0, 3), np.int64), a, far, False, False,
                               True, 32).copy_lanes == 32
-    for lanes, b in ((24, far), (-16, far), (32, np.array([10, 1, 10, 16, 1, 10, 0, 1024, 0]))):
+    for lanes, b, nd in ((24, far, nodes32), (-16, far, nodes32), (32, far, nodes),
+                         (32, np.array([10, 1, 10, 16, 1, 10, 0, 1024, 0]), nodes32)):
         with pytest.raises(ValueError, match="copy_out"):
-            _kernels.Transpose(4, nodes, np.zeros((0, 3), np.int64), a, b, False, False,
+            _kernels.Transpose(4, nd, np.zeros((0, 3), np.int64), a, b, False, False,
                                True, lanes)
 
 

@@ -1408,34 +1408,37 @@ def test_tile_lanes_not_whole_groups_from_views(view, simd):
     np.testing.assert_array_equal(bits(got), bits(exp))
 
 
-# nhwc -> nchw where the dst planes lie a multiple of 4 KiB apart: the tiles build a chunk
-# of lanes of their planes in a scratch and copy each plane's part out
-# (conversion._copy_lanes). Outputs of 2 and 4 bytes; C not a multiple of 16 (40, 24, 72).
-# Chunks set to 96 lanes leave a short last one.
+# Tiles whose dst rows lie a multiple of 4 KiB apart build a chunk of lanes of them in a
+# scratch and copy each row's part out (conversion._copy_lanes): nhwc -> nchw (rows: planes),
+# nChw16c -> nchw at C=40 (the last block's rows past C not in dst), nchw -> nhwc at 1024
+# channels (rows: pixels). Outputs of 2 and 4 bytes; C not a multiple of 16 (40, 24, 72).
+# Chunks set to 96 lanes leave a short last one. (dims, src tag, dst tag, src, dst, keywords)
 COPIED_TILES = [
-    ((2, 40, 32, 32), "bf16", "f32", {}),
-    ((1, 72, 64, 64), "s8", "f32", {"src_scales": 0.5}),
-    ((2, 64, 32, 32), "u8", "f32", {"src_zero_point": 3, "src_scales": 0.25}),
-    ((3, 24, 32, 64), "f32", "bf16", {}),
-    ((1, 40, 64, 64), "f32", "f16", {"dst_scales": 0.25}),
+    ((2, 40, 32, 32), "acdb", "abcd", "bf16", "f32", {}),
+    ((1, 72, 64, 64), "acdb", "abcd", "s8", "f32", {"src_scales": 0.5}),
+    ((2, 64, 32, 32), "acdb", "abcd", "u8", "f32", {"src_zero_point": 3, "src_scales": 0.25}),
+    ((3, 24, 32, 64), "acdb", "abcd", "f32", "bf16", {}),
+    ((1, 40, 64, 64), "acdb", "abcd", "f32", "f16", {"dst_scales": 0.25}),
+    ((2, 40, 64, 64), "aBcd16b", "abcd", "bf16", "f32", {}),
+    ((2, 40, 32, 64), "aBcd16b", "abcd", "f32", "bf16", {}),
+    ((2, 1024, 3, 5), "abcd", "acdb", "bf16", "f32", {}),
 ]
 
 
 @pytest.mark.parametrize("chunk", [96, None], ids=["ragged-chunks", "plan-chunks"])
-@pytest.mark.parametrize("dims,sdt,ddt,kw", COPIED_TILES,
-                         ids=[f"{'x'.join(map(str, c[0]))}-{c[1]}-{c[2]}" for c in COPIED_TILES])
-def test_tiles_into_planes_on_one_offset_copied_out_in_chunks(dims, sdt, ddt, kw, chunk, simd,
-                                                              monkeypatch):
+@pytest.mark.parametrize("dims,stag,dtag,sdt,ddt,kw", COPIED_TILES,
+                         ids=[f"{'x'.join(map(str, c[0]))}-{c[1]}-{c[3]}-{c[4]}"
+                              for c in COPIED_TILES])
+def test_tiles_into_rows_on_one_offset_copied_out_in_chunks(dims, stag, dtag, sdt, ddt, kw,
+                                                            chunk, simd, monkeypatch):
     from reorder import conversion
     if chunk:
         monkeypatch.setattr(conversion, "TILE_COPY_LANES", chunk)
     cached_plan.cache_clear()
     _steps.cache_clear()
-    rng = np.random.default_rng(zlib.crc32(f"{dims} {sdt} {ddt}".encode()))
-    kw = {k: np.linspace(0.05, 3.0, dims[1], dtype=np.float32) if v == "per channel" else v
-          for k, v in kw.items()}
-    sdesc, ddesc = ro.Desc(dims, sdt, "acdb"), ro.Desc(dims, ddt, "abcd")
-    src = qr.place(values_for(sdt, math.prod(dims), rng), dims, "acdb", sdt)
+    rng = np.random.default_rng(zlib.crc32(f"{dims} {stag} {sdt} {ddt}".encode()))
+    sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)
+    src = qr.place(values_for(sdt, math.prod(dims), rng), dims, stag, sdt)
     try:
         for threshold, copied in ((1 << 62, True), (0, False)):
             p = cached_plan(sdesc, ddesc, None, make_attrs(**kw), threshold)
@@ -1445,7 +1448,7 @@ def test_tiles_into_planes_on_one_offset_copied_out_in_chunks(dims, sdt, ddt, kw
             if runner.copy_lanes and chunk:
                 assert runner.copy_lanes == 96, p.explain()
             assert ("copied out a row at a time" in p.explain()) == (runner.copy_lanes > 0)
-            check_plan(p, src, "acdb", "abcd", sdesc, ddesc, kw, rng, fill=0x5A)
+            check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng, fill=0x5A)
     finally:
         cached_plan.cache_clear()
         _steps.cache_clear()

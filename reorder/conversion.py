@@ -206,16 +206,21 @@ def _tile_streams(prob, b, stream_min_bytes):
 
 def tile_b_slice(prob, stream_min_bytes):
     """(the columns of B a tile position takes at a time where the plan slices B, else 0;
-    whether they are far dst planes), as _cached_b_slice: for explain() and the tests."""
+    whether they are far dst planes; whether they stay whole by machine.TileRules alone), as
+    _cached_b_slice: for explain() and the tests."""
     prob, layout = _tile_cut(prob)
     if layout is None or _w4i16o4i_layout(prob, layout) is not None:
-        return 0, False
+        return 0, False, False
     b = prob.nodes[layout[1]]
     if _tile_streams(prob, b, stream_min_bytes):
-        return 0, False
+        return 0, False, False
     ssize, dsize = prob.src.dtype.itemsize, prob.dst.dtype.itemsize
     positions = math.prod(prob.nodes[i].extent for i in layout[2])
-    return _cached_b_slice(b, ssize, dsize, positions), far_planes(b, max(ssize, dsize))
+    n = _cached_b_slice(b, ssize, dsize, positions)
+    far = far_planes(b, max(ssize, dsize))
+    by_rule = far and not n and b.dim < 0 and positions >= TILE_SHARED_POSITIONS \
+        and not far_plane_slice(b, ssize, dsize) and far_plane_slice(b, ssize, dsize, True)
+    return n, far, by_rule
 
 
 def _cached_b_slice(b, ssize, dsize, positions):

@@ -13,7 +13,7 @@ from .errors import ReorderError
 from .move_kernels import TILE_DST_BYTES
 from .planner import plan_steps
 from .problem import (FAR_SLICE_BYTES, FAR_SLICE_PLANES, PARALLEL_MIN_BYTES, STREAM_MIN_BYTES,
-                      stream_threads)
+                      UNALIASED_PLANE_OFFSETS, stream_threads)
 from .tags import ABC
 
 # explain()'s words for a tile slice of far dst planes (problem.far_plane_slice)
@@ -206,11 +206,15 @@ class Plan:
                 lines.append(f"  grids: {' x '.join(str(nd[0]) for nd in walk)} "
                              f"({'columns, ' if st.runner.grid == 2 else ''}rows, lanes) "
                              f"to a SIMD call; the rows are {side}")
-            b_slice, far = tile_b_slice(prob, self.stream_min_bytes) \
-                if type(st.runner).__name__ == "ConvertTile" else (0, False)
+            b_slice, far, whole = tile_b_slice(prob, self.stream_min_bytes) \
+                if type(st.runner).__name__ == "ConvertTile" else (0, False, False)
             if b_slice:
                 lines.append(f"  tiles: B in slices of {b_slice} a position (cached stores: "
                              + (_FAR if far else f"dst rows <= {_bytes(TILE_DST_BYTES)})"))
+            elif whole:
+                lines.append(f"  tiles: B whole a position (cached stores: far dst planes widened "
+                             f"into f32 that start at {UNALIASED_PLANE_OFFSETS} or more 4 KiB "
+                             f"offsets, which machine.TILE_RULES does not slice on this CPU)")
             if getattr(st.runner, "copy_lanes", 0) and kernel.name != "transpose":
                 lines.append(f"  tiles: a position's dst planes, a multiple of 4 KiB apart, are "
                              f"built {st.runner.copy_lanes} lanes at a time in a scratch and "

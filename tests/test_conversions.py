@@ -1580,4 +1580,7 @@ def test_cached_tiles_slice_far_dst_rows(dims, stag, sdt, ddt, kw, xeon, other, 
             f"  tiles: B in slices of {want} a position (cached stores: {rule}"), p.explain()
     else:
         assert sliced == [], p.explain()
+    # B whole by the kind's rule alone (Xeon slices it): explain() says so
+    by_rule = not want and xeon and not p.runners[0].nt
+    assert ("B whole a position" in p.explain()) == by_rule, p.explain()
     check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng, fill=0x5A)

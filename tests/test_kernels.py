@@ -260,6 +260,32 @@ def test_planes_on_one_offset_copied_out_in_chunks(simd, dtype, dims, scratch, m
         plans._steps.cache_clear()
 
 
+# The same copy-out in the other layouts whose dst rows lie a multiple of 4 KiB apart:
+# nChw16c -> nchw (the rows: a block's 16 planes) and nchw -> nhwc at 1024 f32 or 2048 bf16
+# channels (the rows: pixels). (src tag, dst tag, dims, dtype)
+COPY_LANES_LAYOUTS = [("aBcd16b", "abcd", (2, 64, 32, 32), "f32"),
+                      ("aBcd16b", "abcd", (1, 32, 64, 64), "bf16"),
+                      ("abcd", "acdb", (2, 1024, 3, 5), "f32"),
+                      ("abcd", "acdb", (1, 2048, 2, 3), "bf16")]
+
+
+@pytest.mark.parametrize("stag,dtag,dims,dtype", COPY_LANES_LAYOUTS,
+                         ids=[f"{c[0]}-{c[1]}-{c[3]}" for c in COPY_LANES_LAYOUTS])
+def test_rows_on_one_offset_copied_out_in_other_layouts(simd, stag, dtag, dims, dtype):
+    dt = np.dtype(ro.Desc(dims, dtype, "abcd").dtype.storage)
+    plain = np.random.default_rng(sum(dims)).integers(0, 256, int(np.prod(dims)) * dt.itemsize,
+                                                      dtype=np.uint8).view(dt).reshape(dims)
+    x = ref_from_plain(plain, "abcd", stag)
+    expected = ref_reorder(x.reshape(-1), dims, stag, dtag).reshape(ref_physical_shape(dims, dtag))
+    p = cached_plan(ro.Desc(dims, dtype, stag), ro.Desc(dims, dtype, dtag),
+                    stream_min_bytes=1 << 62)
+    assert p.kernel == "transpose" and p.runners[0].copy_lanes > 0, p.explain()
+    for threads in (1, 2, 3):
+        out = np.full(p.dst.nbytes, 0x5A, np.uint8).view(dt).reshape(p.dst.physical_shape)
+        p(x, out=out, threads=threads)
+        assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
+
+
 # (dims, dtype): planes not on one 4 KiB offset, or nearer than 4 KiB, are written directly
 DIRECT_PLANES = [((1, 64, 56, 64), "f32"),       # two offsets
                  ((1, 64, 96, 96), "bf16"),      # two

@@ -34,6 +34,12 @@ TILE_COPY_OUT_ROWS = 64
 # Tiles whose rows are dst planes on few 4 KiB offsets build this many bytes of them at a
 # time in a scratch (in L1) and copy each row's part out in turn (TransposeKernel).
 TILE_COPY_LANES_BYTES = 16 << 10
+# ... and so do rows that lie back to back, 1 to 4 KiB long, on this many 4 KiB offsets or
+# fewer, by element size, in steps that move TILE_COPY_ROWS_MIN_BYTES or more (above the
+# 1 MiB L2 of the AMD kinds it was measured on), where machine.TileRules does not copy them
+# out whole.
+COPIED_ROW_OFFSETS = {1: 2, 2: 2, 4: 4, 8: 4}
+TILE_COPY_ROWS_MIN_BYTES = 3 << 19
 # Byte tiles with cached stores fetch the dst lines of their next row group early when source
 # and destination together reach this fraction of the streaming threshold (an eighth of the
 # L3 by default): there the lines come from L3, from rows too far apart for the hardware
@@ -375,14 +381,27 @@ class TransposeKernel(Kernel):
     @staticmethod
     def _copy_lanes(prob, b, ia, ic, slice_, nt):
         """The lanes of A a work item builds at a time in a scratch of TILE_COPY_LANES_BYTES
-        before copying each row's part out, where B's rows are dst planes a multiple of
-        4 KiB apart (problem.plane_offsets: one; nhwc -> nchw at 32x32, 64x64 or 224x224
-        pixels of f32): written directly, a tile's stores went to as many lines of one
-        cache set as it has columns. Else 0. On an AMD Zen 5 planes on one offset read
-        1.1-2.8 times as fast; on two, 0.78-0.84 (docs/kernels.md)."""
+        before copying each row's part out, else 0:
+        * where B's rows lie a multiple of 4 KiB apart (problem.plane_offsets: one;
+          nhwc -> nchw at 32x32, 64x64 or 224x224 pixels of f32): written directly, a tile's
+          stores went to as many lines of one cache set as it has columns. On an AMD Zen 5
+          1.1-2.8 times as fast; planes on two offsets 0.78-0.84.
+        * where the rows lie back to back, 1 to 4 KiB long (nchw -> nhwc at 256 or 512 f32
+          channels, 1024 bf16; nhwc -> nchw at 16x16 f32 pixels), on few offsets
+          (COPIED_ROW_OFFSETS by element size), the step moves TILE_COPY_ROWS_MIN_BYTES or
+          more, and machine.TILE_RULES does not copy them out whole: on the Zen 5 1.1-3.8
+          times as fast; on more offsets (f32 at 64 or 128 channels, bf16 at 512, bytes at
+          1024) 0.55-1.1, moving 1 MiB or less 0.74-0.88, and longer rows (planes) on two
+          offsets 0.78-0.84 (docs/kernels.md)."""
         a = prob.nodes[-1]
-        if nt or ia is not None or ic is not None or b.dim >= 0 or a.dim >= 0 \
-                or b.ds * prob.itemsize < FAR_PLANE_BYTES or plane_offsets(b, prob.itemsize) > 1:
+        if nt or ia is not None or ic is not None or b.dim >= 0 or a.dim >= 0:
+            return 0
+        offsets, row = plane_offsets(b, prob.itemsize), b.ds * prob.itemsize
+        if not (offsets == 1 and row >= FAR_PLANE_BYTES
+                or b.ds == a.extent and 1024 <= row < FAR_PLANE_BYTES
+                and offsets <= COPIED_ROW_OFFSETS[prob.itemsize]
+                and prob.moved_bytes >= TILE_COPY_ROWS_MIN_BYTES
+                and not machine.TILE_RULES.copy_out_rows):
             return 0
         return max(16, TILE_COPY_LANES_BYTES // (slice_ * prob.itemsize) // 16 * 16)
 

@@ -216,7 +216,7 @@ class Plan:
                              f"into f32 that start at {UNALIASED_PLANE_OFFSETS} or more 4 KiB "
                              f"offsets, which machine.TILE_RULES does not slice on this CPU)")
             if getattr(st.runner, "copy_lanes", 0) and kernel.name != "transpose":
-                lines.append(f"  tiles: a position's dst planes, a multiple of 4 KiB apart, are "
+                lines.append(f"  tiles: a position's dst rows, a multiple of 4 KiB apart, are "
                              f"built {st.runner.copy_lanes} lanes at a time in a scratch and "
                              f"copied out a row at a time")
             if kernel.name == "transpose":
@@ -225,8 +225,8 @@ class Plan:
                              + ("" if st.runner.nt else " (cached stores: " + (_FAR if far else
                                 f"dst footprint <= {_bytes(TILE_DST_BYTES)})")))
                 if st.runner.copy_lanes:
-                    lines.append(f"  tiles: a work item's dst planes, a multiple of 4 KiB apart, "
-                                 f"are built {st.runner.copy_lanes} elements at a time in a "
+                    lines.append(f"  tiles: a work item's dst rows, on few 4 KiB offsets, are "
+                                 f"built {st.runner.copy_lanes} elements at a time in a "
                                  f"scratch and copied out a row at a time")
                 elif st.runner.copy_out:
                     lines.append("  tiles: a work item's dst rows, back to back, are built in "

@@ -286,6 +286,45 @@ def test_rows_on_one_offset_copied_out_in_other_layouts(simd, stag, dtag, dims, 
         assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
 
 
+# nchw -> nhwc rows (pixels) back to back, 1 KiB or longer on few 4 KiB offsets
+# (move_kernels.COPIED_ROW_OFFSETS): copied out in chunks where the kind's rules do not copy
+# them out whole and the step moves TILE_COPY_ROWS_MIN_BYTES (set to 0 here, then back).
+# (dims, dtype, copied): f32 at 256 and 512 channels, f64 at 128, bf16 at 1024, bytes at
+# 2048 are; f32 at 128, bf16 at 512, bytes at 1024 are not.
+BACK_TO_BACK_ROWS = [((2, 256, 5, 7), "f32", True), ((3, 512, 2, 9), "f32", True),
+                     ((2, 128, 4, 5), "f64", True), ((2, 1024, 3, 5), "bf16", True),
+                     ((1, 2048, 3, 3), "s8", True), ((2, 128, 6, 6), "f32", False),
+                     ((2, 512, 3, 5), "bf16", False), ((2, 1024, 3, 5), "u8", False)]
+
+
+@pytest.mark.parametrize("dims,dtype,copied", BACK_TO_BACK_ROWS,
+                         ids=[f"{c[1]}-{c[0][1]}c" for c in BACK_TO_BACK_ROWS])
+def test_rows_back_to_back_copied_out_in_chunks_by_kind(simd, dims, dtype, copied, tile_rules,
+                                                         monkeypatch):
+    from reorder import move_kernels
+    dt = np.dtype(ro.Desc(dims, dtype, "abcd").dtype.storage)
+    for floor, small in ((0, False), (1 << 62, True)):
+        monkeypatch.setattr(move_kernels, "TILE_COPY_ROWS_MIN_BYTES", floor)
+        _check_back_to_back(dims, dtype, dt, copied and not small, tile_rules)
+
+
+def _check_back_to_back(dims, dtype, dt, copied, tile_rules):
+    from reorder import plan_cache, plans
+    plan_cache.cached_plan.cache_clear()
+    plans._steps.cache_clear()
+    x = np.random.default_rng(sum(dims)).integers(0, 256, int(np.prod(dims)) * dt.itemsize,
+                                                  dtype=np.uint8).view(dt).reshape(dims)
+    expected = ref_reorder(x.reshape(-1), dims, "abcd", "acdb").reshape(ref_physical_shape(dims, "acdb"))
+    p = cached_plan(ro.Desc(dims, dtype, "abcd"), ro.Desc(dims, dtype, "acdb"),
+                    stream_min_bytes=1 << 62)
+    want = copied and not tile_rules.copy_out_rows
+    assert p.kernel == "transpose" and (p.runners[0].copy_lanes > 0) == want, p.explain()
+    for threads in (1, 2, 3):
+        out = np.full(p.dst.nbytes, 0x5A, np.uint8).view(dt).reshape(p.dst.physical_shape)
+        p(x, out=out, threads=threads)
+        assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
+
+
 # (dims, dtype): planes not on one 4 KiB offset, or nearer than 4 KiB, are written directly
 DIRECT_PLANES = [((1, 64, 56, 64), "f32"),       # two offsets
                  ((1, 64, 96, 96), "bf16"),      # two

@@ -11,8 +11,8 @@ import numpy as np
 from . import _convert
 from .attrs import scale_array, sum_factor, zero_point
 from .move_kernels import TILE_DST_BYTES
-from .problem import (FAR_PLANE_BYTES, Kernel, Node, far_plane_slice, far_planes, plane_offsets,
-                      slab_lanes)
+from .problem import (FAR_PLANE_BYTES, Kernel, Node, far_plane_slice, far_planes,
+                      rows_on_one_offset, slab_lanes)
 
 __all__ = ["ConversionKernel", "arith_for", "call_values", "tile_b_slice",
            "widened_columns_cached"]
@@ -254,14 +254,13 @@ def _cached_b_slice(b, ssize, dsize, positions):
 def _copy_lanes(prob, b, nt, groups):
     """The lanes (TILE_COPY_LANES, fewer where B's rows are many) a position builds at a time
     in a scratch before each of B's rows gets its part, where B's rows are dst planes a
-    multiple of 4 KiB apart (problem.plane_offsets: one; nhwc -> nchw at 32x32 or 64x64
+    multiple of 4 KiB apart (problem.rows_on_one_offset; nhwc -> nchw at 32x32 or 64x64
     pixels of f32): written directly, a lane group's stores went to as many lines of one
     cache set as B has planes (docs/kernels.md). Else 0; never with a sum with dst, which
     reads it, nor into bytes, whose four lane groups a store measured slower so (0.87-0.94
     on an AMD Zen 5)."""
     dsize = prob.dst.dtype.itemsize
-    if nt or dsize < 2 or prob.attrs.sum_beta is not None or b.ds * dsize < FAR_PLANE_BYTES \
-            or plane_offsets(b, dsize) > 1:
+    if nt or dsize < 2 or prob.attrs.sum_beta is not None or not rows_on_one_offset(b, dsize):
         return 0
     step = 16 * groups
     lanes = min(TILE_COPY_LANES, TILE_COPY_SCRATCH_BYTES // (b.extent * dsize))

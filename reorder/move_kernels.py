@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _kernels, machine
 from .problem import (ALL_THREADS, FAR_PLANE_BYTES, Kernel, far_plane_slice, far_planes,
-                      plane_offsets, slab_lanes)
+                      plane_offsets, rows_on_one_offset, slab_lanes)
 
 __all__ = ["CopyKernel", "BlockKernel", "TransposeKernel", "GenericKernel"]
 
@@ -382,7 +382,7 @@ class TransposeKernel(Kernel):
     def _copy_lanes(prob, b, ia, ic, slice_, nt):
         """The lanes of A a work item builds at a time in a scratch of TILE_COPY_LANES_BYTES
         before copying each row's part out, else 0:
-        * where B's rows lie a multiple of 4 KiB apart (problem.plane_offsets: one;
+        * where B's rows lie a multiple of 4 KiB apart (problem.rows_on_one_offset;
           nhwc -> nchw at 32x32, 64x64 or 224x224 pixels of f32): written directly, a tile's
           stores went to as many lines of one cache set as it has columns. On an AMD Zen 5
           1.1-2.8 times as fast; planes on two offsets 0.78-0.84.
@@ -397,7 +397,7 @@ class TransposeKernel(Kernel):
         if nt or ia is not None or ic is not None or b.dim >= 0 or a.dim >= 0:
             return 0
         offsets, row = plane_offsets(b, prob.itemsize), b.ds * prob.itemsize
-        if not (offsets == 1 and row >= FAR_PLANE_BYTES
+        if not (rows_on_one_offset(b, prob.itemsize)
                 or b.ds == a.extent and 1024 <= row < FAR_PLANE_BYTES
                 and offsets <= COPIED_ROW_OFFSETS[prob.itemsize]
                 and prob.moved_bytes >= TILE_COPY_ROWS_MIN_BYTES

@@ -15,7 +15,8 @@ PARALLEL_MIN_BYTES = 1 << 18
 # streaming (non-temporal) stores are used on one thread, half the last-level cache, or
 # none on Intel CPUs (machine.py); a plan takes it as a parameter.
 __all__ = ["PARALLEL_MIN_BYTES", "STREAM_MIN_BYTES", "Node", "Problem", "Kernel",
-           "stream_threads", "far_planes", "far_plane_slice", "plane_offsets", "slab_lanes"]
+           "stream_threads", "far_planes", "far_plane_slice", "plane_offsets", "rows_on_one_offset",
+           "slab_lanes"]
 
 # On two threads the cached stores' line reads overlap: streaming pays from twice the
 # one-thread threshold of bytes moved, or once the destination alone reaches the threshold
@@ -68,6 +69,13 @@ def plane_offsets(node, itemsize):
     """How many 4 KiB offsets the starts of `node`'s dst planes fall on (1: every plane's
     start at the same one, a multiple of 4 KiB apart)."""
     return 4096 // math.gcd(node.ds * itemsize, 4096)
+
+
+def rows_on_one_offset(node, itemsize):
+    """Whether `node`'s dst rows (a tile's B) lie a multiple of 4 KiB apart, FAR_PLANE_BYTES
+    or more: every row's start on the same 4 KiB offset, so a tile's stores into them all go
+    to one cache set (docs/kernels.md)."""
+    return node.ds * itemsize >= FAR_PLANE_BYTES and plane_offsets(node, itemsize) == 1
 
 
 def far_plane_slice(node, itemsize, dst_itemsize=None, slice_widening_planes=None):

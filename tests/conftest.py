@@ -1,6 +1,6 @@
 """Markers: `bigmem` tests need several GB and a minute; they run in CI (CI=true) or when
 REORDER_BIGMEM=1, and are skipped otherwise. `tile_rules` pins the planner's per-kind tile
-rules (machine.TileRules) both ways."""
+rules (machine.TileRules) both ways; `fresh_plans` clears the plan caches around a test."""
 import os
 
 import pytest
@@ -15,16 +15,24 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture
+def fresh_plans():
+    """The plan caches cleared before and after a test that changes what plans are made
+    from (a planner constant or machine.TILE_RULES), so no plan crosses over."""
+    from reorder import plan_cache, plans
+    plan_cache.cached_plan.cache_clear()
+    plans._steps.cache_clear()
+    yield
+    plan_cache.cached_plan.cache_clear()
+    plans._steps.cache_clear()
+
+
 @pytest.fixture(params=[True, False], ids=["xeon-tile-rules", "zen-tile-rules"])
-def tile_rules(request, monkeypatch):
+def tile_rules(request, monkeypatch, fresh_plans):
     """machine.TILE_RULES pinned to the rules of the kind they were measured on (True) or of
-    the others (False), whatever this CPU is, with the plan caches cleared around it so no
-    plan of the other rules is reused. Its value is the TileRules."""
-    from reorder import machine, plan_cache, plans
+    the others (False), whatever this CPU is, with the plan caches cleared around it
+    (fresh_plans). Its value is the TileRules."""
+    from reorder import machine
     rules = machine.TileRules(copy_out_rows=request.param, slice_widening_planes=request.param)
     monkeypatch.setattr(machine, "TILE_RULES", rules)
-    plan_cache.cached_plan.cache_clear()
-    plans._steps.cache_clear()
-    yield rules
-    plan_cache.cached_plan.cache_clear()
-    plans._steps.cache_clear()
+    return rules

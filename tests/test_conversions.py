@@ -1430,28 +1430,23 @@ COPIED_TILES = [
                          ids=[f"{'x'.join(map(str, c[0]))}-{c[1]}-{c[3]}-{c[4]}"
                               for c in COPIED_TILES])
 def test_tiles_into_rows_on_one_offset_copied_out_in_chunks(dims, stag, dtag, sdt, ddt, kw,
-                                                            chunk, simd, monkeypatch):
+                                                            chunk, simd, monkeypatch,
+                                                            fresh_plans):
     from reorder import conversion
     if chunk:
         monkeypatch.setattr(conversion, "TILE_COPY_LANES", chunk)
-    cached_plan.cache_clear()
-    _steps.cache_clear()
     rng = np.random.default_rng(zlib.crc32(f"{dims} {stag} {sdt} {ddt}".encode()))
     sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)
     src = qr.place(values_for(sdt, math.prod(dims), rng), dims, stag, sdt)
-    try:
-        for threshold, copied in ((1 << 62, True), (0, False)):
-            p = cached_plan(sdesc, ddesc, None, make_attrs(**kw), threshold)
-            runner = p.runners[0]
-            assert type(runner).__name__ == "ConvertTile", p.explain()
-            assert (runner.copy_lanes > 0) == (copied and not runner.nt), p.explain()
-            if runner.copy_lanes and chunk:
-                assert runner.copy_lanes == 96, p.explain()
-            assert ("copied out a row at a time" in p.explain()) == (runner.copy_lanes > 0)
-            check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng, fill=0x5A)
-    finally:
-        cached_plan.cache_clear()
-        _steps.cache_clear()
+    for threshold, copied in ((1 << 62, True), (0, False)):
+        p = cached_plan(sdesc, ddesc, None, make_attrs(**kw), threshold)
+        runner = p.runners[0]
+        assert type(runner).__name__ == "ConvertTile", p.explain()
+        assert (runner.copy_lanes > 0) == (copied and not runner.nt), p.explain()
+        if runner.copy_lanes and chunk:
+            assert runner.copy_lanes == 96, p.explain()
+        assert ("copied out a row at a time" in p.explain()) == (runner.copy_lanes > 0)
+        check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng, fill=0x5A)
 
 
 # (dims, src, dst, keywords): tiles into planes a multiple of 4 KiB apart that store directly:

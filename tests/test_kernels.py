@@ -222,42 +222,37 @@ COPY_LANES_TILES = [("f32", (2, 40, 32, 32)), ("f32", (1, 72, 64, 64)), ("bf16",
 @pytest.mark.parametrize("dtype,dims", COPY_LANES_TILES,
                          ids=[f"{d}-{'x'.join(map(str, s))}" for d, s in COPY_LANES_TILES])
 @pytest.mark.parametrize("scratch", [16 * 4 * 48, None], ids=["ragged-chunks", "plan-scratch"])
-def test_planes_on_one_offset_copied_out_in_chunks(simd, dtype, dims, scratch, monkeypatch):
-    from reorder import move_kernels, plan_cache, plans
+def test_planes_on_one_offset_copied_out_in_chunks(simd, dtype, dims, scratch, monkeypatch,
+                                                   fresh_plans):
+    from reorder import move_kernels
     if scratch:
         monkeypatch.setattr(move_kernels, "TILE_COPY_LANES_BYTES", scratch)
-    plan_cache.cached_plan.cache_clear()
-    plans._steps.cache_clear()
     dt = np.dtype(ro.Desc(dims, dtype, "abcd").dtype.storage)
     x = np.random.default_rng(sum(dims)).integers(0, 256, int(np.prod(dims)) * dt.itemsize,
                                                   dtype=np.uint8).view(dt)
     expected = ref_reorder(x, dims, "acdb", "abcd").reshape(dims)
     x = x.reshape(dims[0], dims[2], dims[3], dims[1])
-    try:
-        for threshold, copied in ((1 << 62, True), (0, False)):
-            p = cached_plan(ro.Desc(dims, dtype, "acdb"), ro.Desc(dims, dtype, "abcd"),
-                            stream_min_bytes=threshold)
-            lanes = p.runners[0].copy_lanes
-            assert p.kernel == "transpose" and (lanes > 0) == copied, p.explain()
-            assert ("copied out a row at a time" in p.explain()) == copied, p.explain()
-            if copied and scratch:
-                assert lanes == max(16, scratch // (p.runners[0].slice * dt.itemsize) // 16 * 16)
-            for threads in (1, 2, 3):
-                out = np.full(p.dst.nbytes, 0x5A, np.uint8).view(dt).reshape(dims)
-                p(x, out=out, threads=threads)
-                assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
-        # a view one element in, its pixels C + 1 apart: the same path, left as it was
-        v = np.concatenate([x[..., :1], x], axis=-1)[..., 1:]
-        keep = v.copy()
-        p = ro.plan(ro.Desc.of(v, "acdb"), "abcd")
-        assert p.runners[0].copy_lanes > 0, p.explain()
-        got = p(v)
-        want = ref_reorder(np.ascontiguousarray(v).reshape(-1), dims, "acdb", "abcd")
-        assert np.array_equal(uint_view(got), uint_view(want.reshape(dims)))
-        assert np.array_equal(uint_view(v), uint_view(keep))
-    finally:
-        plan_cache.cached_plan.cache_clear()
-        plans._steps.cache_clear()
+    for threshold, copied in ((1 << 62, True), (0, False)):
+        p = cached_plan(ro.Desc(dims, dtype, "acdb"), ro.Desc(dims, dtype, "abcd"),
+                        stream_min_bytes=threshold)
+        lanes = p.runners[0].copy_lanes
+        assert p.kernel == "transpose" and (lanes > 0) == copied, p.explain()
+        assert ("copied out a row at a time" in p.explain()) == copied, p.explain()
+        if copied and scratch:
+            assert lanes == max(16, scratch // (p.runners[0].slice * dt.itemsize) // 16 * 16)
+        for threads in (1, 2, 3):
+            out = np.full(p.dst.nbytes, 0x5A, np.uint8).view(dt).reshape(dims)
+            p(x, out=out, threads=threads)
+            assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())
+    # a view one element in, its pixels C + 1 apart: the same path, left as it was
+    v = np.concatenate([x[..., :1], x], axis=-1)[..., 1:]
+    keep = v.copy()
+    p = ro.plan(ro.Desc.of(v, "acdb"), "abcd")
+    assert p.runners[0].copy_lanes > 0, p.explain()
+    got = p(v)
+    want = ref_reorder(np.ascontiguousarray(v).reshape(-1), dims, "acdb", "abcd")
+    assert np.array_equal(uint_view(got), uint_view(want.reshape(dims)))
+    assert np.array_equal(uint_view(v), uint_view(keep))
 
 
 # The same copy-out in the other layouts whose dst rows lie a multiple of 4 KiB apart:
@@ -301,17 +296,16 @@ BACK_TO_BACK_ROWS = [((2, 256, 5, 7), "f32", True), ((3, 512, 2, 9), "f32", True
                          ids=[f"{c[1]}-{c[0][1]}c" for c in BACK_TO_BACK_ROWS])
 def test_rows_back_to_back_copied_out_in_chunks_by_kind(simd, dims, dtype, copied, tile_rules,
                                                          monkeypatch):
-    from reorder import move_kernels
+    from reorder import move_kernels, plan_cache, plans
     dt = np.dtype(ro.Desc(dims, dtype, "abcd").dtype.storage)
     for floor, small in ((0, False), (1 << 62, True)):
         monkeypatch.setattr(move_kernels, "TILE_COPY_ROWS_MIN_BYTES", floor)
+        plan_cache.cached_plan.cache_clear()        # the floor changed within the test
+        plans._steps.cache_clear()
         _check_back_to_back(dims, dtype, dt, copied and not small, tile_rules)
 
 
 def _check_back_to_back(dims, dtype, dt, copied, tile_rules):
-    from reorder import plan_cache, plans
-    plan_cache.cached_plan.cache_clear()
-    plans._steps.cache_clear()
     x = np.random.default_rng(sum(dims)).integers(0, 256, int(np.prod(dims)) * dt.itemsize,
                                                   dtype=np.uint8).view(dt).reshape(dims)
     expected = ref_reorder(x.reshape(-1), dims, "abcd", "acdb").reshape(ref_physical_shape(dims, "acdb"))

@@ -22,8 +22,10 @@
  *
  * simd = 1 takes the AVX2 paths where the shape has them (R a multiple of 4 for 8-byte
  * elements, of 8 or 16 for the others; il 1, 2 or 4); simd = 2 also takes the AVX-512 byte
- * permutes for the il = 4 interleave of 16- and 32-byte rows; everything else, and simd = 0,
- * runs portable loops that write the same bytes.
+ * permutes for the il = 4 interleave of 16- and 32-byte rows, and moves 1-byte blocks of 16
+ * rows of at most 256 bytes whole in registers (blk_to_blocked_regs: no tiles, no
+ * interleave pass); everything else, and simd = 0, runs portable loops that write the same
+ * bytes.
  */
 #ifndef REORDER_BLOCKS_H
 #define REORDER_BLOCKS_H
@@ -35,6 +37,7 @@
 #define REORDER_BLK_X86 1
 #include <immintrin.h>
 #include "_transpose_avx2.h"
+#include "_transpose_avx512.h"
 #else
 #define REORDER_BLK_X86 0
 #endif
@@ -51,6 +54,18 @@ typedef struct {
      * back ([1]), set by blk_prepare; ix_bytes is 0 where they do not apply */
     int ix_bytes;
     uint8_t ix[2][128];
+    /* 1-byte elements, R = 16, il 1, 2 or 4, and the columns in segments of vw (a multiple
+     * of 4, at most 256) that q permutes alike, each within itself: the block moves a
+     * segment at a time in registers (blk_*_regs), set by blk_prepare; vk = 0 where it does
+     * not, else the segment's count of 64-byte registers.
+     * rx[0][k]: chunk k of a segment in scratch order from its 64-byte registers, pairs
+     * (0, 1) and (2, 3), rm[0][k] marking the bytes of the second pair; rx[1], rm[1]: the
+     * row's register k back from the chunks. lx: a 64-byte group of [r][4 scratch rows]
+     * (the 4i16o4i order) to the blocked order of il ([0]) and back ([1]). */
+    int64_t vk, vw;
+    uint8_t rx[2][4][2][64];
+    uint64_t rm[2][4];
+    uint8_t lx[2][64];
 } blk_t;
 
 static inline int blk_have_avx2(void) { return reorder_cpu.avx2; }
@@ -58,8 +73,10 @@ static inline int blk_have_avx512(void) { return reorder_cpu.avx2 && reorder_cpu
 
 /* The plan-time part of a block: for il = 4 with groups of 4 rows of 16 or 32 bytes, the
  * byte permutes between scratch order (j * R + r) * e + x and blocked order (r * 4 + j) * e + x. */
+static void blk_prepare_regs(blk_t* b);
 static void blk_prepare(blk_t* b) {
     const int64_t e = b->esize, R = b->R, row = R * e;
+    blk_prepare_regs(b);
     b->ix_bytes = 0;
     if (b->il != 4 || (row != 16 && row != 32)) return;
     b->ix_bytes = (int)(4 * row);
@@ -70,6 +87,50 @@ static void blk_prepare(blk_t* b) {
                 b->ix[0][blocked] = (uint8_t)scratch;
                 b->ix[1][scratch] = (uint8_t)blocked;
             }
+}
+
+/* The tables of the register path: a row's byte c goes to scratch byte q[c]. */
+static void blk_prepare_regs(blk_t* b) {
+    const int64_t C = b->C, il = b->il;
+    int64_t W = 0;
+    b->vk = b->vw = 0;
+    if (b->esize != 1 || b->R != 16 || (il != 1 && il != 2 && il != 4))
+        return;
+    /* of the segments of columns that every segment permutes alike, within itself, the one
+     * of the fewest shuffles a column: a row's permute per 64 bytes (1 from one or two
+     * registers, 2 from three, 3 from four), a transpose per 16 dwords (64, or 20 for at most
+     * 4), and about 20 more a segment */
+    int64_t best = 0;
+    for (int64_t w = 4; w <= 256; w += 4) {
+        if (C % w) continue;
+        int64_t c = 0;
+        while (c < C && b->q[c] == c / w * w + b->q[c % w]) c++;
+        if (c < C) continue;
+        const int64_t k = (w + 63) / 64, last = w - 64 * (k - 1);
+        const int64_t ops = 16 * k * (k <= 2 ? 1 : k - 1) + 64 * (k - 1) + (last <= 16 ? 20 : 64) + 20;
+        if (!W || ops * W < best * w) {
+            W = w;
+            best = ops;
+        }
+    }
+    if (!W) return;
+    b->vw = W;
+    b->vk = (W + 63) / 64;
+    memset(b->rx, 0, sizeof b->rx);
+    memset(b->rm, 0, sizeof b->rm);
+    for (int64_t c = 0; c < W; c++) {
+        const int64_t q = b->q[c];
+        b->rx[0][q / 64][c >= 128][q % 64] = (uint8_t)(c & 127);
+        if (c >= 128) b->rm[0][q / 64] |= 1ULL << (q % 64);
+        b->rx[1][c / 64][q >= 128][c % 64] = (uint8_t)(q & 127);
+        if (q >= 128) b->rm[1][c / 64] |= 1ULL << (c % 64);
+    }
+    for (int64_t r = 0; r < 16; r++)
+        for (int64_t j = 0; j < 4; j++) {
+            const int64_t dw = r * 4 + j, blocked = (j / il) * (16 * il) + r * il + j % il;
+            b->lx[0][blocked] = (uint8_t)dw;
+            b->lx[1][dw] = (uint8_t)blocked;
+        }
 }
 
 /* ---- portable loops, one set per element size ------------------------------------------ */
@@ -519,6 +580,195 @@ static int blk_interleave4_vbmi(const blk_t* b, const char* in, char* out, int t
     return 1;
 }
 
+/* The register path (blk_prepare_regs), for 1-byte blocks of 16 rows: each plain row's C
+ * bytes, in at most four registers, are permuted into scratch order (two two-source byte
+ * permutes and a blend at most a 64 bytes); then a 16 x 16 dword transpose across the rows
+ * turns 64 bytes of scratch order, 16 scratch rows, into four groups of [r][4 scratch rows],
+ * which is the 4i16o4i order (il 1 and 2: one more byte permute a register). The rows' chunks
+ * wait in T between the two stages, as whole registers, so the loads forward from the stores.
+ * A chunk of at most 4 dwords (3x3 and 1x1 blocks end with one) takes an in-lane 4 x 4
+ * transpose of four registers of four rows each in place of the 16 x 16. */
+#define BLK_REGS_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+#define BLK_REGS_INLINE BLK_REGS_TARGET static inline __attribute__((always_inline))
+
+/* The K chunks' tables in registers (K, a constant, is the row's count of 64-byte registers). */
+typedef struct {
+    __m512i i0[4], i1[4];
+    __mmask64 m[4];
+} blk_regs_ix;
+
+BLK_REGS_INLINE void blk_regs_tables(const blk_t* b, int dir, const int K, blk_regs_ix* x) {
+    for (int k = 0; k < K; k++) {
+        x->i0[k] = _mm512_loadu_si512((const void*)b->rx[dir][k][0]);
+        x->i1[k] = _mm512_loadu_si512((const void*)b->rx[dir][k][1]);
+        x->m[k] = (__mmask64)b->rm[dir][k];
+    }
+}
+
+/* chunk k of the output from the K source registers s */
+BLK_REGS_INLINE __m512i blk_regs_permute(const blk_regs_ix* x, const int K, int k, const __m512i* s) {
+    if (K == 1) return _mm512_permutexvar_epi8(x->i0[k], s[0]);
+    const __m512i v = _mm512_permutex2var_epi8(s[0], x->i0[k], s[1]);
+    if (K == 2) return v;
+    if (K == 3) return _mm512_mask_permutexvar_epi8(v, x->m[k], x->i1[k], s[2]);
+    return _mm512_mask_blend_epi8(x->m[k], v, _mm512_permutex2var_epi8(s[2], x->i1[k], s[3]));
+}
+
+static inline __mmask64 blk_regs_mask(int64_t n) {
+    return n >= 64 ? ~(__mmask64)0 : n <= 0 ? 0 : (((__mmask64)1 << n) - 1);
+}
+
+/* in-lane 4 x 4 dword transposes across v[0..3] (lane g of v[l] <-> lane g of v[j]) */
+BLK_REGS_INLINE void blk_regs_tr4(__m512i v[4]) {
+    const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
+    const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
+    v[0] = _mm512_unpacklo_epi64(t0, t2);
+    v[1] = _mm512_unpackhi_epi64(t0, t2);
+    v[2] = _mm512_unpacklo_epi64(t1, t3);
+    v[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* dwords of the chunk at t (16 rows 64 bytes apart, nu dwords each) -> nu blocked registers */
+BLK_REGS_INLINE void blk_regs_chunk_out(const char* t, char* o, int64_t nu, int relabel, __m512i lx) {
+    __m512i v[16];
+    if (nu <= 4) {
+        /* v[l], lane g: row 4g + l; after the transposes v[u], lane g: dword u of rows 4g.. */
+        for (int l = 0; l < 4; l++) {
+            __m512i x = _mm512_castsi128_si512(_mm_load_si128((const __m128i*)(t + l * 64)));
+            x = _mm512_inserti32x4(x, _mm_load_si128((const __m128i*)(t + (4 + l) * 64)), 1);
+            x = _mm512_inserti32x4(x, _mm_load_si128((const __m128i*)(t + (8 + l) * 64)), 2);
+            v[l] = _mm512_inserti32x4(x, _mm_load_si128((const __m128i*)(t + (12 + l) * 64)), 3);
+        }
+        blk_regs_tr4(v);
+        for (int u = 0; u < 4; u++)
+            if (u < nu)
+                _mm512_storeu_si512((void*)(o + u * 64), relabel ? _mm512_permutexvar_epi8(lx, v[u]) : v[u]);
+    } else {
+        for (int r = 0; r < 16; r++) v[r] = _mm512_load_si512((const void*)(t + r * 64));
+        tr16x16((__m512*)v);
+        for (int u = 0; u < 16; u++)
+            if (u < nu)
+                _mm512_storeu_si512((void*)(o + u * 64), relabel ? _mm512_permutexvar_epi8(lx, v[u]) : v[u]);
+    }
+}
+
+/* nu blocked registers at in -> the chunk's 16 rows at t */
+BLK_REGS_INLINE void blk_regs_chunk_in(const char* in, char* t, int64_t nu, int relabel, __m512i lx) {
+    __m512i v[16];
+    for (int u = 0; u < 16; u++) {
+        if (u < nu) {
+            const __m512i x = _mm512_loadu_si512((const void*)(in + u * 64));
+            v[u] = relabel ? _mm512_permutexvar_epi8(lx, x) : x;
+        } else {
+            v[u] = _mm512_setzero_si512();
+        }
+    }
+    if (nu <= 4) {
+        blk_regs_tr4(v);
+        for (int l = 0; l < 4; l++) {
+            _mm_store_si128((__m128i*)(t + l * 64), _mm512_castsi512_si128(v[l]));
+            _mm_store_si128((__m128i*)(t + (4 + l) * 64), _mm512_extracti32x4_epi32(v[l], 1));
+            _mm_store_si128((__m128i*)(t + (8 + l) * 64), _mm512_extracti32x4_epi32(v[l], 2));
+            _mm_store_si128((__m128i*)(t + (12 + l) * 64), _mm512_extracti32x4_epi32(v[l], 3));
+        }
+    } else {
+        tr16x16((__m512*)v);
+        for (int r = 0; r < 16; r++) _mm512_store_si512((void*)(t + r * 64), v[r]);
+    }
+}
+
+/* plain rows (rs apart, rows [0, rv) x columns [0, cv) valid) -> the blocked block at out;
+ * chunk k of row r waits in T at (k * 16 + r) * 64 */
+BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const char* rows,
+                                           char* out, int64_t rv, int64_t cv, char* T) {
+    const int64_t C = b->vw;
+    if (cv > C) cv = C;    /* this segment's columns only */
+    const int relabel = b->il != 4;
+    blk_regs_ix x;
+    __mmask64 lm[4];
+    __m512i s[4];
+    blk_regs_tables(b, 0, K, &x);
+    for (int k = 0; k < K; k++) lm[k] = blk_regs_mask(cv - 64 * k);
+    for (int64_t r = 0; r < rv; r++) {
+        const char* row = rows + r * b->rs;
+        for (int k = 0; k < K; k++) s[k] = _mm512_maskz_loadu_epi8(lm[k], row + 64 * k);
+        for (int k = 0; k < K; k++)
+            _mm512_store_si512((void*)(T + (k * 16 + r) * 64), blk_regs_permute(&x, K, k, s));
+    }
+    for (int64_t r = rv; r < 16; r++)
+        for (int k = 0; k < K; k++)
+            _mm512_store_si512((void*)(T + (k * 16 + r) * 64), _mm512_setzero_si512());
+    const __m512i lx = _mm512_loadu_si512((const void*)b->lx[0]);
+    for (int k = 0; k < K; k++) {
+        const int64_t nu = (C - 64 * k) / 4;
+        blk_regs_chunk_out(T + k * 16 * 64, out + k * 16 * 64, nu < 16 ? nu : 16, relabel, lx);
+    }
+}
+
+/* the blocked block at src -> plain rows [0, rv) x columns [0, cv), ros apart */
+BLK_REGS_INLINE void blk_to_plain_regs_k(const blk_t* b, const int K, const char* src, char* rows,
+                                         int64_t ros, int64_t rv, int64_t cv, char* T) {
+    const int64_t C = b->vw;
+    if (cv > C) cv = C;    /* this segment's columns only */
+    const int relabel = b->il != 4;
+    const __m512i lx = _mm512_loadu_si512((const void*)b->lx[1]);
+    for (int k = 0; k < K; k++) {
+        const int64_t nu = (C - 64 * k) / 4;
+        blk_regs_chunk_in(src + k * 16 * 64, T + k * 16 * 64, nu < 16 ? nu : 16, relabel, lx);
+    }
+    blk_regs_ix x;
+    __mmask64 lm[4];
+    __m512i s[4];
+    blk_regs_tables(b, 1, K, &x);
+    for (int k = 0; k < K; k++) lm[k] = blk_regs_mask(cv - 64 * k);
+    const int short_last = C - 64 * (K - 1) <= 16;
+    for (int64_t r = 0; r < rv; r++) {
+        for (int k = 0; k < K; k++) {
+            const char* t = T + (k * 16 + r) * 64;
+            s[k] = k == K - 1 && short_last ? _mm512_zextsi128_si512(_mm_load_si128((const __m128i*)t))
+                                            : _mm512_load_si512((const void*)t);
+        }
+        char* row = rows + r * ros;
+        for (int k = 0; k < K; k++)
+            if (lm[k]) _mm512_mask_storeu_epi8(row + 64 * k, lm[k], blk_regs_permute(&x, K, k, s));
+    }
+}
+
+/* the block, a segment of vw columns at a time (a segment past cv is all padding) */
+BLK_REGS_TARGET
+static void blk_to_blocked_regs(const blk_t* b, const char* rows, char* out, int64_t rv,
+                                int64_t cv, char* T) {
+    const int64_t W = b->vw;
+    for (int64_t c = 0; c < b->C; c += W) {
+        const char* r = rows + c;
+        char* o = out + c * 16;
+        const int64_t n = cv - c;
+        switch (b->vk) {
+        case 1: blk_to_blocked_regs_k(b, 1, r, o, rv, n, T); break;
+        case 2: blk_to_blocked_regs_k(b, 2, r, o, rv, n, T); break;
+        case 3: blk_to_blocked_regs_k(b, 3, r, o, rv, n, T); break;
+        default: blk_to_blocked_regs_k(b, 4, r, o, rv, n, T); break;
+        }
+    }
+}
+
+BLK_REGS_TARGET
+static void blk_to_plain_regs(const blk_t* b, const char* src, char* rows, int64_t ros,
+                              int64_t rv, int64_t cv, char* T) {
+    const int64_t W = b->vw;
+    for (int64_t c = 0; c < cv; c += W) {
+        const char* i = src + c * 16;
+        char* r = rows + c;
+        const int64_t n = cv - c;
+        switch (b->vk) {
+        case 1: blk_to_plain_regs_k(b, 1, i, r, ros, rv, n, T); break;
+        case 2: blk_to_plain_regs_k(b, 2, i, r, ros, rv, n, T); break;
+        case 3: blk_to_plain_regs_k(b, 3, i, r, ros, rv, n, T); break;
+        default: blk_to_plain_regs_k(b, 4, i, r, ros, rv, n, T); break;
+        }
+    }
+}
+
 __attribute__((target("avx2")))
 static void blk_stream_avx2(char* d, const char* s, int64_t n) {
     int64_t head = (64 - ((uintptr_t)d & 63)) & 63;
@@ -590,6 +840,11 @@ static void blk_to_blocked(const blk_t* b, const char* rows, char* dst, int64_t 
         return;
     }
 #if REORDER_BLK_X86
+    if (simd >= 2 && b->vk) {
+        blk_to_blocked_regs(b, rows, nt ? T2 : dst, rv, cv, T);
+        if (nt) blk_copy_out(dst, T2, n, 1, simd);
+        return;
+    }
     if (simd) c0 = blk_gather_avx2(b, rows, t, rv, cv);
 #endif
     blk_gather_scalar(b, rows, t, rv, cv, c0);
@@ -609,6 +864,15 @@ static void blk_to_plain(const blk_t* b, const char* src, char* rows, int64_t rv
     const int e = b->esize;
     const char* t = src;
     if (rv <= 0 || cv <= 0) return;
+#if REORDER_BLK_X86
+    if (simd >= 2 && b->vk) {
+        blk_to_plain_regs(b, src, nt ? T2 : rows, nt ? b->C : b->rs, rv, cv, T);
+        if (nt)
+            for (int64_t r = 0; r < rv; r++)
+                blk_copy_out(rows + r * b->rs, T2 + r * b->C, cv, 1, simd);
+        return;
+    }
+#endif
     if (b->il != 1) {
         blk_deinterleave(b, src, T, simd);
         t = T;

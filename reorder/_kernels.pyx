@@ -624,6 +624,7 @@ cdef extern from "_blocks.h" nogil:
         int64_t R, C, il, rs
         const int32_t* q
         int esize
+        int64_t vk
     int blk_have_avx2()
     int blk_have_avx512()
     void blk_prepare(blk_t*)
@@ -727,6 +728,9 @@ cdef class Blocks:
         for k in range(C):
             if not 0 <= qv[k] < C:
                 raise ValueError(f"scratch row {qv[k]} of column {k} is outside 0..{C - 1}")
+        taken = np.bincount(np.asarray(qv), minlength=C)
+        if taken.max() > 1:
+            raise ValueError(f"scratch row {int(taken.argmax())} takes more than one column")
         rows = np.concatenate([np.asarray(nodes), np.array([[1, 0, 0, -1, 1]], np.int64)])
         fill_nodes(&self.p, rows, checked)
         self.q_keep = qv
@@ -744,6 +748,12 @@ cdef class Blocks:
         """The path this runner takes now (it follows set_simd): 'avx512', 'avx2' or
         'portable'."""
         return ("portable", "avx2", "avx512")[_blocks_simd()]
+
+    @property
+    def in_registers(self):
+        """Whether the AVX-512 path moves a block whole in registers (1-byte elements, 16
+        rows of at most 256 bytes, interleave 1, 2 or 4) instead of through the tiles."""
+        return self.b.vk > 0
 
     def run(self, uintptr_t src, uintptr_t dst, int nthreads, bint stream=True):
         """stream=False keeps this call's stores cached where the runner would stream."""

@@ -132,6 +132,37 @@ def test_strided_sources(simd, dst, view, blocks, dtype):
     assert np.array_equal(uint_view(big), uint_view(before))
 
 
+# 1-byte blocks of 16 rows move whole in registers on the AVX-512 path, a segment of columns
+# at a time: one to four registers a row (2x2, 1x3, 3x3, 4x4), segments ending in a chunk of
+# at most 16 bytes (3x3, 1x1), of 32 or 48 (2x1, 3x1, 2x3); several segments a block; I padded
+# inside a segment and past it; O padded; a block of one segment
+REGISTER_DIMS = [(16, 16, 2, 2), (17, 33, 4, 4), (18, 19, 1, 3), (33, 20, 2, 1), (40, 72, 3, 3),
+                 (20, 40, 1, 1), (16, 16, 3, 1), (31, 49, 2, 3), (16, 16, 3, 3)]
+REGISTER_TAGS = ["OIhw16i16o", "OIhw4i16o4i", "OIhw8i16o2i"]
+
+
+@pytest.mark.parametrize("dtype", ["s8", "u8"])
+@pytest.mark.parametrize("dims", REGISTER_DIMS, ids=["x".join(map(str, d)) for d in REGISTER_DIMS])
+@pytest.mark.parametrize("blocked", REGISTER_TAGS)
+@pytest.mark.parametrize("direction", ["to_blocked", "to_plain"])
+def test_byte_blocks_in_registers(simd, direction, blocked, dims, dtype):
+    src, dst = ("oihw", blocked) if direction == "to_blocked" else (blocked, "oihw")
+    p = ro.plan(ro.Desc(dims, dtype, src), ro.Desc(dims, dtype, dst))
+    assert p.kernel == "blocks" and p.runners[0].in_registers, p.explain()
+    assert ("in registers" in p.explain()) == (_path(simd) == "avx512")
+    _check(src, dst, dims, dtype, simd)
+
+
+@pytest.mark.parametrize("dims,blocked,dtype", [((17, 33, 5, 5), "OIhw16i16o", "s8"),
+                                                ((16, 16, 3, 3), "OIhw16i16o", "bf16"),
+                                                ((16, 16, 3, 3), "OIhw8i8o", "s8")])
+def test_blocks_outside_the_register_path(dims, blocked, dtype):
+    """Segments wider than 256 bytes (5x5: 400), 2-byte elements and blocks of 8 rows take
+    the tiles."""
+    p = ro.plan(ro.Desc(dims, dtype, "oihw"), ro.Desc(dims, dtype, blocked))
+    assert p.kernel == "blocks" and not p.runners[0].in_registers, p.explain()
+
+
 @pytest.mark.parametrize("dtype", DTYPES[:5])
 @pytest.mark.parametrize("src,dst,dims", [
     ("oihw", "OIhw16i16o", (512, 512, 3, 3)), ("OIhw16i16o", "oihw", (512, 512, 3, 3)),
@@ -179,6 +210,8 @@ def test_runner_rejects_bad_shapes():
         _kernels.Blocks(4, nodes, checked, q, np.array([512, 512, 1, 512, 1, -1, 1, -1, 1], np.int64), False)
     with pytest.raises(ValueError, match="outside"):
         _kernels.Blocks(4, nodes, checked, q * 2, ok, False)
+    with pytest.raises(ValueError, match="more than one column"):
+        _kernels.Blocks(1, nodes, checked, q // 2, ok, False)
 
 
 def test_padding_of_an_outer_dim_beside_padded_rows():

@@ -586,8 +586,10 @@ static int blk_interleave4_vbmi(const blk_t* b, const char* in, char* out, int t
  * turns 64 bytes of scratch order, 16 scratch rows, into four groups of [r][4 scratch rows],
  * which is the 4i16o4i order (il 1 and 2: one more byte permute a register). The rows' chunks
  * wait in T between the two stages, as whole registers, so the loads forward from the stores.
- * A chunk of at most 4 dwords (3x3 and 1x1 blocks end with one) takes an in-lane 4 x 4
- * transpose of four registers of four rows each in place of the 16 x 16. */
+ * A chunk of at most 4 dwords (3x3 blocks end with one) takes an in-lane 4 x 4 transpose
+ * of four registers of four rows each in place of the 16 x 16; going to the blocked side
+ * those four registers are built as the rows are permuted and never pass through T (a zmm
+ * store and the load it forwards to cost about 2 cycles here, against 1 for a store). */
 #define BLK_REGS_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi")))
 #define BLK_REGS_INLINE BLK_REGS_TARGET static inline __attribute__((always_inline))
 
@@ -689,19 +691,42 @@ BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const ch
     __m512i s[4];
     blk_regs_tables(b, 0, K, &x);
     for (int k = 0; k < K; k++) lm[k] = blk_regs_mask(cv - 64 * k);
-    for (int64_t r = 0; r < rv; r++) {
-        const char* row = rows + r * b->rs;
-        for (int k = 0; k < K; k++) s[k] = _mm512_maskz_loadu_epi8(lm[k], row + 64 * k);
-        for (int k = 0; k < K; k++)
-            _mm512_store_si512((void*)(T + (k * 16 + r) * 64), blk_regs_permute(&x, K, k, s));
+    const int64_t rs = b->rs;
+    /* a last chunk of at most 4 dwords stays in registers: w[l], lane g = row 4g + l */
+    const int short_last = C - 64 * (K - 1) <= 16;
+    const int KT = short_last ? K - 1 : K;
+    __m512i w[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                    _mm512_setzero_si512()};
+    for (int64_t g = 0; g < 4; g++) {
+        const __mmask16 lane = (__mmask16)(0xF << (4 * g));
+        for (int l = 0; l < 4; l++) {
+            const int64_t r = 4 * g + l;
+            if (r < rv) {
+                const char* row = rows + r * rs;
+                for (int k = 0; k < K; k++) s[k] = _mm512_maskz_loadu_epi8(lm[k], row + 64 * k);
+                for (int k = 0; k < KT; k++)
+                    _mm512_store_si512((void*)(T + (k * 16 + r) * 64), blk_regs_permute(&x, K, k, s));
+                if (short_last)
+                    w[l] = _mm512_mask_broadcast_i32x4(
+                        w[l], lane, _mm512_castsi512_si128(blk_regs_permute(&x, K, K - 1, s)));
+            } else {
+                for (int k = 0; k < KT; k++)
+                    _mm512_store_si512((void*)(T + (k * 16 + r) * 64), _mm512_setzero_si512());
+            }
+        }
     }
-    for (int64_t r = rv; r < 16; r++)
-        for (int k = 0; k < K; k++)
-            _mm512_store_si512((void*)(T + (k * 16 + r) * 64), _mm512_setzero_si512());
     const __m512i lx = _mm512_loadu_si512((const void*)b->lx[0]);
-    for (int k = 0; k < K; k++) {
+    for (int k = 0; k < KT; k++) {
         const int64_t nu = (C - 64 * k) / 4;
         blk_regs_chunk_out(T + k * 16 * 64, out + k * 16 * 64, nu < 16 ? nu : 16, relabel, lx);
+    }
+    if (short_last) {
+        const int64_t nu = (C - 64 * (K - 1)) / 4;
+        char* o = out + (K - 1) * 16 * 64;
+        blk_regs_tr4(w);
+        for (int u = 0; u < 4; u++)
+            if (u < nu)
+                _mm512_storeu_si512((void*)(o + u * 64), relabel ? _mm512_permutexvar_epi8(lx, w[u]) : w[u]);
     }
 }
 

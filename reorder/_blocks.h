@@ -55,7 +55,7 @@ typedef struct {
     int ix_bytes;
     uint8_t ix[2][128];
     /* 1-byte elements, R = 16, il 1, 2 or 4, and the columns in segments of vw (a multiple
-     * of 4, at most 256) that q permutes alike, each within itself: the block moves a
+     * of il, at most 256) that q permutes alike, each within itself: the block moves a
      * segment at a time in registers (blk_*_regs), set by blk_prepare; vk = 0 where it does
      * not, else the segment's count of 64-byte registers.
      * rx[0][k]: chunk k of a segment in scratch order from its 64-byte registers, pairs
@@ -63,6 +63,7 @@ typedef struct {
      * row's register k back from the chunks. lx: a 64-byte group of [r][4 scratch rows]
      * (the 4i16o4i order) to the blocked order of il ([0]) and back ([1]). */
     int64_t vk, vw;
+    int vid;                /* q is the identity within a segment: no permutes, no T */
     uint8_t rx[2][4][2][64];
     uint64_t rm[2][4];
     uint8_t lx[2][64];
@@ -101,7 +102,7 @@ static void blk_prepare_regs(blk_t* b) {
      * registers, 2 from three, 3 from four), a transpose per 16 dwords (64, or 20 for at most
      * 4), and about 20 more a segment */
     int64_t best = 0;
-    for (int64_t w = 4; w <= 256; w += 4) {
+    for (int64_t w = il; w <= 256; w += il) {
         if (C % w) continue;
         int64_t c = 0;
         while (c < C && b->q[c] == c / w * w + b->q[c % w]) c++;
@@ -116,6 +117,8 @@ static void blk_prepare_regs(blk_t* b) {
     if (!W) return;
     b->vw = W;
     b->vk = (W + 63) / 64;
+    b->vid = 1;
+    for (int64_t c = 0; c < W; c++) b->vid &= b->q[c] == c;
     memset(b->rx, 0, sizeof b->rx);
     memset(b->rm, 0, sizeof b->rm);
     for (int64_t c = 0; c < W; c++) {
@@ -580,8 +583,9 @@ static int blk_interleave4_vbmi(const blk_t* b, const char* in, char* out, int t
     return 1;
 }
 
-/* The register path (blk_prepare_regs), for 1-byte blocks of 16 rows: each plain row's C
- * bytes, in at most four registers, are permuted into scratch order (two two-source byte
+/* The register path (blk_prepare_regs), for 1-byte blocks of 16 rows, a segment of columns
+ * at a time: each plain row's segment, in at most four registers, is permuted into scratch
+ * order (two two-source byte
  * permutes and a blend at most a 64 bytes); then a 16 x 16 dword transpose across the rows
  * turns 64 bytes of scratch order, 16 scratch rows, into four groups of [r][4 scratch rows],
  * which is the 4i16o4i order (il 1 and 2: one more byte permute a register). The rows' chunks
@@ -589,7 +593,9 @@ static int blk_interleave4_vbmi(const blk_t* b, const char* in, char* out, int t
  * A chunk of at most 4 dwords (3x3 blocks end with one) takes an in-lane 4 x 4 transpose
  * of four registers of four rows each in place of the 16 x 16; going to the blocked side
  * those four registers are built as the rows are permuted and never pass through T (a zmm
- * store and the load it forwards to cost about 2 cycles here, against 1 for a store). */
+ * store and the load it forwards to cost about 2 cycles here, against 1 for a store). A
+ * segment whose width is not a multiple of 4 (il 1 and 2: 7x7 planes) ends in a register
+ * stored, or loaded, in part. */
 #define BLK_REGS_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi")))
 #define BLK_REGS_INLINE BLK_REGS_TARGET static inline __attribute__((always_inline))
 
@@ -630,42 +636,33 @@ BLK_REGS_INLINE void blk_regs_tr4(__m512i v[4]) {
     v[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
-/* dwords of the chunk at t (16 rows 64 bytes apart, nu dwords each) -> nu blocked registers */
-BLK_REGS_INLINE void blk_regs_chunk_out(const char* t, char* o, int64_t nu, int relabel, __m512i lx) {
-    __m512i v[16];
-    if (nu <= 4) {
-        /* v[l], lane g: row 4g + l; after the transposes v[u], lane g: dword u of rows 4g.. */
-        for (int l = 0; l < 4; l++) {
-            __m512i x = _mm512_castsi128_si512(_mm_load_si128((const __m128i*)(t + l * 64)));
-            x = _mm512_inserti32x4(x, _mm_load_si128((const __m128i*)(t + (4 + l) * 64)), 1);
-            x = _mm512_inserti32x4(x, _mm_load_si128((const __m128i*)(t + (8 + l) * 64)), 2);
-            v[l] = _mm512_inserti32x4(x, _mm_load_si128((const __m128i*)(t + (12 + l) * 64)), 3);
-        }
-        blk_regs_tr4(v);
-        for (int u = 0; u < 4; u++)
-            if (u < nu)
-                _mm512_storeu_si512((void*)(o + u * 64), relabel ? _mm512_permutexvar_epi8(lx, v[u]) : v[u]);
-    } else {
-        for (int r = 0; r < 16; r++) v[r] = _mm512_load_si512((const void*)(t + r * 64));
-        tr16x16((__m512*)v);
-        for (int u = 0; u < 16; u++)
-            if (u < nu)
-                _mm512_storeu_si512((void*)(o + u * 64), relabel ? _mm512_permutexvar_epi8(lx, v[u]) : v[u]);
-    }
+/* one blocked register, n of its bytes (n < 64: a segment's last, part of it past C) */
+BLK_REGS_INLINE void blk_regs_put(char* o, int64_t n, int relabel, __m512i lx, __m512i v) {
+    if (relabel) v = _mm512_permutexvar_epi8(lx, v);
+    if (n >= 64) _mm512_storeu_si512((void*)o, v);
+    else _mm512_mask_storeu_epi8(o, blk_regs_mask(n), v);
 }
 
-/* nu blocked registers at in -> the chunk's 16 rows at t */
-BLK_REGS_INLINE void blk_regs_chunk_in(const char* in, char* t, int64_t nu, int relabel, __m512i lx) {
+BLK_REGS_INLINE __m512i blk_regs_get(const char* in, int64_t n, int relabel, __m512i lx) {
+    const __m512i v = n >= 64 ? _mm512_loadu_si512((const void*)in) : _mm512_maskz_loadu_epi8(blk_regs_mask(n), in);
+    return relabel ? _mm512_permutexvar_epi8(lx, v) : v;
+}
+
+/* the chunk at t (16 rows 64 bytes apart) -> its nb bytes of the blocked block at o */
+BLK_REGS_INLINE void blk_regs_chunk_out(const char* t, char* o, int64_t nb, int relabel, __m512i lx) {
     __m512i v[16];
-    for (int u = 0; u < 16; u++) {
-        if (u < nu) {
-            const __m512i x = _mm512_loadu_si512((const void*)(in + u * 64));
-            v[u] = relabel ? _mm512_permutexvar_epi8(lx, x) : x;
-        } else {
-            v[u] = _mm512_setzero_si512();
-        }
-    }
-    if (nu <= 4) {
+    for (int r = 0; r < 16; r++) v[r] = _mm512_load_si512((const void*)(t + r * 64));
+    tr16x16((__m512*)v);
+    for (int u = 0; u < 16; u++)
+        if (64 * u < nb) blk_regs_put(o + u * 64, nb - 64 * u, relabel, lx, v[u]);
+}
+
+/* nb bytes of the blocked block at in -> the chunk's 16 rows at t */
+BLK_REGS_INLINE void blk_regs_chunk_in(const char* in, char* t, int64_t nb, int relabel, __m512i lx) {
+    __m512i v[16];
+    for (int u = 0; u < 16; u++)
+        v[u] = 64 * u < nb ? blk_regs_get(in + u * 64, nb - 64 * u, relabel, lx) : _mm512_setzero_si512();
+    if (nb <= 256) {
         blk_regs_tr4(v);
         for (int l = 0; l < 4; l++) {
             _mm_store_si128((__m128i*)(t + l * 64), _mm512_castsi512_si128(v[l]));
@@ -686,6 +683,21 @@ BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const ch
     const int64_t C = b->vw;
     if (cv > C) cv = C;    /* this segment's columns only */
     const int relabel = b->il != 4;
+    if (b->vid) {
+        /* the rows are the scratch rows: each chunk straight from them to the transposes */
+        const __m512i lx = _mm512_loadu_si512((const void*)b->lx[0]);
+        for (int k = 0; k < K; k++) {
+            const __mmask64 m = blk_regs_mask(cv - 64 * k);
+            const int64_t nb = 16 * (C - 64 * k) < 1024 ? 16 * (C - 64 * k) : 1024;
+            __m512i v[16];
+            for (int r = 0; r < 16; r++)
+                v[r] = r < rv ? _mm512_maskz_loadu_epi8(m, rows + r * b->rs + 64 * k) : _mm512_setzero_si512();
+            tr16x16((__m512*)v);
+            for (int u = 0; u < 16; u++)
+                if (64 * u < nb) blk_regs_put(out + k * 1024 + u * 64, nb - 64 * u, relabel, lx, v[u]);
+        }
+        return;
+    }
     blk_regs_ix x;
     __mmask64 lm[4];
     __m512i s[4];
@@ -717,16 +729,15 @@ BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const ch
     }
     const __m512i lx = _mm512_loadu_si512((const void*)b->lx[0]);
     for (int k = 0; k < KT; k++) {
-        const int64_t nu = (C - 64 * k) / 4;
-        blk_regs_chunk_out(T + k * 16 * 64, out + k * 16 * 64, nu < 16 ? nu : 16, relabel, lx);
+        const int64_t nb = 16 * (C - 64 * k);
+        blk_regs_chunk_out(T + k * 16 * 64, out + k * 16 * 64, nb < 1024 ? nb : 1024, relabel, lx);
     }
     if (short_last) {
-        const int64_t nu = (C - 64 * (K - 1)) / 4;
+        const int64_t nb = 16 * (C - 64 * (K - 1));
         char* o = out + (K - 1) * 16 * 64;
         blk_regs_tr4(w);
         for (int u = 0; u < 4; u++)
-            if (u < nu)
-                _mm512_storeu_si512((void*)(o + u * 64), relabel ? _mm512_permutexvar_epi8(lx, w[u]) : w[u]);
+            if (64 * u < nb) blk_regs_put(o + u * 64, nb - 64 * u, relabel, lx, w[u]);
     }
 }
 
@@ -737,9 +748,24 @@ BLK_REGS_INLINE void blk_to_plain_regs_k(const blk_t* b, const int K, const char
     if (cv > C) cv = C;    /* this segment's columns only */
     const int relabel = b->il != 4;
     const __m512i lx = _mm512_loadu_si512((const void*)b->lx[1]);
+    if (b->vid) {
+        for (int k = 0; k < K; k++) {
+            const __mmask64 m = blk_regs_mask(cv - 64 * k);
+            const int64_t nb = 16 * (C - 64 * k) < 1024 ? 16 * (C - 64 * k) : 1024;
+            __m512i v[16];
+            for (int u = 0; u < 16; u++)
+                v[u] = 64 * u < nb ? blk_regs_get(src + k * 1024 + u * 64, nb - 64 * u, relabel, lx)
+                                   : _mm512_setzero_si512();
+            tr16x16((__m512*)v);
+            if (m)
+                for (int r = 0; r < 16; r++)
+                    if (r < rv) _mm512_mask_storeu_epi8(rows + r * ros + 64 * k, m, v[r]);
+        }
+        return;
+    }
     for (int k = 0; k < K; k++) {
-        const int64_t nu = (C - 64 * k) / 4;
-        blk_regs_chunk_in(src + k * 16 * 64, T + k * 16 * 64, nu < 16 ? nu : 16, relabel, lx);
+        const int64_t nb = 16 * (C - 64 * k);
+        blk_regs_chunk_in(src + k * 16 * 64, T + k * 16 * 64, nb < 1024 ? nb : 1024, relabel, lx);
     }
     blk_regs_ix x;
     __mmask64 lm[4];

@@ -160,14 +160,21 @@ class _BlockShape(NamedTuple):
     to_blocked: bool
 
 
+# byte activations blocked by 16 channels whose planes have at most this many pixels take
+# the block kernel (its AVX-512 VBMI register path), keyed by direction (to the blocked side
+# or from it); larger planes keep the transpose kernel, measured level or faster there
+ACTIVATION_BLOCK_COLUMNS = {True: 256, False: 64}
+
+
 class BlockKernel(Kernel):
     """Plain rows of R x C <-> one dense block (see _blocks.h): the block nodes are the
     densest prefix of the blocked side's strides that parses as [jl][r][columns...], where the
     columns (jl included) form one contiguous run on the plain side and r is the row node."""
     name = "blocks"
-    why = ("weights blocked in two dims (OIhw16i16o, OIhw4i16o4i, ...): each O block x I block "
-           "x spatial block goes through an L1 scratch with register transposes and leaves "
-           "with whole contiguous stores; padding written (or skipped) per block")
+    why = ("weights blocked in two dims (OIhw16i16o, OIhw4i16o4i, ...), and byte activations "
+           "of small planes blocked by 16 channels: each O block x I block x spatial block (or "
+           "16 channels x a plane) goes through an L1 scratch with register transposes and "
+           "leaves with whole contiguous stores; padding written (or skipped) per block")
 
     @staticmethod
     def _parse(nodes, block, to_blocked, checked):
@@ -205,6 +212,15 @@ class BlockKernel(Kernel):
         return None
 
     @staticmethod
+    def _small_planes(nodes, shape):
+        """Activations of bytes in blocks of 16 channels whose planes are at most
+        ACTIVATION_BLOCK_COLUMNS[to_blocked] pixels: there the register path beats the
+        transpose kernel's tiles (docs/kernels.md)."""
+        columns = math.prod(nodes[i].extent for i in shape.cols)
+        return (nodes[shape.r].extent == 16 and shape.il == 1
+                and columns <= ACTIVATION_BLOCK_COLUMNS[shape.to_blocked])
+
+    @staticmethod
     def _bounds_fit(nodes, rn, cdims, to_blocked, checked):
         """Plain -> blocked writes every position of the block (the blocked side's padding
         covers the iteration); blocked -> plain writes the valid part of a plain side that
@@ -223,8 +239,10 @@ class BlockKernel(Kernel):
         nodes = prob.nodes
         for to_blocked in (True, False):
             blocked = prob.dst if to_blocked else prob.src
-            # weights: two dims blocked on the blocked side (activations: one, the transpose)
-            if sum(blocked.block_size(d) > 1 for d in range(blocked.ndim)) < 2:
+            # weights: two dims blocked on the blocked side; activations (one) only where
+            # their 16-row blocks of bytes move in registers and the planes are small
+            activations = sum(blocked.block_size(d) > 1 for d in range(blocked.ndim)) < 2
+            if activations and not (prob.itemsize == 1 and "avx512" in _kernels.block_paths()):
                 continue
             bs = (lambda nd: nd.ds) if to_blocked else (lambda nd: nd.ss)
             prefix, expect = [], 1
@@ -238,6 +256,8 @@ class BlockKernel(Kernel):
                 if math.prod(nodes[i].extent for i in block) * prob.itemsize > _kernels.BLOCK_MAX_BYTES:
                     continue
                 shape = self._parse(nodes, block, to_blocked, prob.checked)
+                if shape is not None and activations and not self._small_planes(nodes, shape):
+                    shape = None
                 if shape is not None:
                     return shape
         return None

@@ -27,6 +27,14 @@ def fresh_plans():
     plans._steps.cache_clear()
 
 
+@pytest.fixture
+def transpose_small_byte_planes(monkeypatch, fresh_plans):
+    """Byte activations of small planes stay with the transpose kernel, as on a CPU without
+    AVX-512 VBMI, for the tests of its tiles."""
+    from reorder import move_kernels
+    monkeypatch.setattr(move_kernels, "ACTIVATION_BLOCK_COLUMNS", {True: 0, False: 0})
+
+
 @pytest.fixture(params=[True, False], ids=["xeon-tile-rules", "zen-tile-rules"])
 def tile_rules(request, monkeypatch, fresh_plans):
     """machine.TILE_RULES pinned to the rules of the kind they were measured on (True) or of

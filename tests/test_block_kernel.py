@@ -163,6 +163,67 @@ def test_blocks_outside_the_register_path(dims, blocked, dtype):
     assert p.kernel == "blocks" and not p.runners[0].in_registers, p.explain()
 
 
+# Byte activations blocked by 16 channels whose planes are small take the block kernel where
+# the CPU has AVX-512 VBMI (move_kernels.ACTIVATION_BLOCK_COLUMNS): 7x7 (a plane not a multiple
+# of 4 bytes), 3x5, 8x8, 1x3, 10x10 and 14x14 into the blocked side; channels padded (35, 19,
+# 3) and whole; one image and several
+ACTIVATIONS = [((8, 64, 7, 7), "nchw", "nChw16c"), ((8, 64, 7, 7), "nChw16c", "nchw"),
+               ((2, 35, 7, 7), "nchw", "nChw16c"), ((2, 35, 7, 7), "nChw16c", "nchw"),
+               ((3, 19, 3, 5), "nchw", "nChw16c"), ((3, 19, 3, 5), "nChw16c", "nchw"),
+               ((2, 48, 8, 8), "nChw16c", "nchw"), ((1, 3, 1, 3), "nchw", "nChw16c"),
+               ((4, 40, 1, 3), "nChw16c", "nchw"), ((2, 19, 10, 10), "nchw", "nChw16c"),
+               ((1, 32, 14, 14), "nchw", "nChw16c")]
+ACT_ABSTRACT = {"nchw": "abcd", "nChw16c": "aBcd16b"}
+
+
+@pytest.mark.parametrize("dtype", ["s8", "u8"])
+@pytest.mark.parametrize("dims,src,dst", ACTIVATIONS,
+                         ids=[f"{s}-{d}-{'x'.join(map(str, n))}" for n, s, d in ACTIVATIONS])
+def test_small_byte_planes_take_the_blocks(simd, dims, src, dst, dtype):
+    rng = np.random.default_rng(sum(dims))
+    plain = random_storage(dims, dtype, rng)
+    x = ref_from_plain(plain, "abcd", ACT_ABSTRACT[src]) if src != "nchw" else plain
+    before = x.copy()
+    expected = ref_from_plain(plain, "abcd", ACT_ABSTRACT[dst])
+    for streaming in (False, True):
+        p = cached_plan(ro.Desc(dims, dtype, src), ro.Desc(dims, dtype, dst),
+                        stream_min_bytes=0 if streaming else 1 << 62)
+        if "avx512" in _kernels.block_paths():
+            assert p.kernel == "blocks" and p.runners[0].in_registers, p.explain()
+            assert p.runners[0].path == _path(simd)
+        for threads in (1, 2, 3):
+            out = sentinel(p.dst.physical_shape, STORAGE[dtype])
+            p(x.reshape(p.src.physical_shape), out=out, threads=threads)
+            assert np.array_equal(uint_view(out), uint_view(expected)), (streaming, threads, p.explain())
+    assert np.array_equal(uint_view(x), uint_view(before))
+
+
+@pytest.mark.parametrize("view", ["c_reversed", "offset", "c_step"])
+def test_small_byte_planes_from_views(simd, view):
+    """nchw views whose planes stay contiguous: channels reversed (rows at a negative
+    stride) or stepped, an offset start."""
+    big = random_storage((3, 41, 7, 7), "s8", np.random.default_rng(5))
+    v = {"c_reversed": big[:, ::-1], "offset": big[1:, 2:], "c_step": big[:, ::2]}[view]
+    before = big.copy()
+    p = ro.plan(ro.Desc.of(v, "nchw"), "nChw16c")
+    if "avx512" in _kernels.block_paths():
+        assert p.kernel == "blocks", p.explain()
+    got = ro.reorder(v, "nchw", "nChw16c")
+    assert np.array_equal(got, ref_from_plain(np.ascontiguousarray(v), "abcd", "aBcd16b"))
+    assert np.array_equal(big, before)
+
+
+@pytest.mark.parametrize("dims,src,dst,dtype", [
+    ((8, 64, 7, 7), "nChw16c", "nchw", "f32"), ((8, 64, 7, 7), "nchw", "nChw16c", "bf16"),
+    ((8, 64, 28, 28), "nchw", "nChw16c", "s8"), ((8, 64, 14, 14), "nChw16c", "nchw", "s8"),
+    ((8, 64, 7, 7), "nChw8c", "nchw", "s8")])
+def test_other_planes_keep_the_transpose(dims, src, dst, dtype):
+    """Wider elements, larger planes (14x14 from the blocked side, 28x28 either way) and
+    blocks of 8 channels keep the transpose kernel."""
+    p = ro.plan(ro.Desc(dims, dtype, src), ro.Desc(dims, dtype, dst))
+    assert p.kernel == "transpose", p.explain()
+
+
 @pytest.mark.parametrize("dtype", DTYPES[:5])
 @pytest.mark.parametrize("src,dst,dims", [
     ("oihw", "OIhw16i16o", (512, 512, 3, 3)), ("OIhw16i16o", "oihw", (512, 512, 3, 3)),

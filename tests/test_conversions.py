@@ -254,8 +254,8 @@ def test_pairs(sdt, ddt, dims, stag, dtag, simd, walk):
     assert got.shape == ref_physical_shape(dims, dtag)
     kernel = ro.plan(stag, dtag, dims=dims, src_dtype=sdt, dtype=ddt).kernel
     assert kernel == "convert" if walk else kernel in (
-        "convert", "transpose+convert", "generic+convert", "copy+convert", "convert+transpose",
-        "convert+generic", "convert+copy"), kernel
+        "convert", "transpose+convert", "generic+convert", "copy+convert", "blocks+convert",
+        "convert+transpose", "convert+generic", "convert+copy", "convert+blocks"), kernel
 
 
 # Conversions across layouts that the tiles do not take (fewer than 16 lanes, short runs;

@@ -59,6 +59,7 @@ def streaming(request):
     return 0 if request.param else 1 << 62
 
 
+@pytest.mark.usefixtures("transpose_small_byte_planes")
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.float64])
 @pytest.mark.parametrize("stag,dtag,dims,kernel", CASES)
 def test_kernel_matches_reference(simd, streaming, stag, dtag, dims, kernel, dtype):
@@ -376,6 +377,7 @@ TAIL_TILES = [
 ]
 
 
+@pytest.mark.usefixtures("transpose_small_byte_planes")
 @pytest.mark.parametrize("dtype", [np.int8, np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("stag,dtag,dims", TAIL_TILES,
                          ids=[f"{s}-{d}-{'x'.join(map(str, n))}" for s, d, n in TAIL_TILES])

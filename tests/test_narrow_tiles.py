@@ -14,6 +14,10 @@ from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
 from simd_paths import kernel_paths
 from storage_values import random_storage, sentinel
 
+# the transpose kernel's tiles, also on the small byte planes the block kernel takes where
+# the CPU has AVX-512 VBMI (test_block_kernel.py)
+pytestmark = pytest.mark.usefixtures("transpose_small_byte_planes")
+
 # (src tag, dst tag, dims): short A (16 rows), long A, ragged columns, padding on either side,
 # B over two src nodes (hw then i16), A over two dst nodes (i4 then o16)
 CASES = [

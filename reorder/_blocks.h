@@ -22,7 +22,8 @@
  *
  * simd = 1 takes the AVX2 paths where the shape has them (R a multiple of 4 for 8-byte
  * elements, of 8 or 16 for the others; il 1, 2 or 4); simd = 2 also takes the AVX-512 byte
- * permutes for the il = 4 interleave of 16- and 32-byte rows, and moves 1-byte blocks of 16
+ * permutes for the il = 4 interleave of 16- and 32-byte rows, 16 x 16 tiles and an AVX-512
+ * il = 4 interleave for 4-byte elements where R is a multiple of 16, and moves 1-byte blocks of 16
  * rows of at most 256 bytes whole in registers (blk_to_blocked_regs: no tiles, no
  * interleave pass); everything else, and simd = 0, runs portable loops that write the same
  * bytes.
@@ -260,10 +261,10 @@ static void blk_copy_out(char* d, const char* s, int64_t n, int nt, int simd);
  * 16x8 words in 128-bit lanes, 16x16 bytes); returns the first column left for the
  * portable loop. */
 __attribute__((target("avx2")))
-static int64_t blk_gather_avx2(const blk_t* b, const char* rows, char* T, int64_t rv, int64_t cv) {
+static int64_t blk_gather_avx2(const blk_t* b, const char* rows, char* T, int64_t rv, int64_t cv,
+                               int64_t c0) {
     const int64_t R = b->R, rs = b->rs;
     const int32_t* q = b->q;
-    int64_t c0 = 0;
     if (b->esize == 4 && R % 8 == 0) {
         BLK_GATHER_SQUARE(uint32_t, 8, avx2_tr8x8_epi32);
     } else if (b->esize == 8 && R % 4 == 0) {
@@ -312,10 +313,9 @@ static int64_t blk_gather_avx2(const blk_t* b, const char* rows, char* T, int64_
  * T, rows at stride ros; returns the first column left for the portable loop. */
 __attribute__((target("avx2")))
 static int64_t blk_scatter_avx2(const blk_t* b, const char* T, char* rows, int64_t ros,
-                                int64_t rv, int64_t cv) {
+                                int64_t rv, int64_t cv, int64_t c0) {
     const int64_t R = b->R;
     const int32_t* q = b->q;
-    int64_t c0 = 0;
     if (b->esize == 4 && R % 8 == 0) {
         BLK_SCATTER_SQUARE(uint32_t, 8, avx2_tr8x8_epi32);
     } else if (b->esize == 8 && R % 4 == 0) {
@@ -580,6 +580,93 @@ static int blk_interleave4_vbmi(const blk_t* b, const char* in, char* out, int t
             _mm512_storeu_si512((void*)(out + k + 64), _mm512_permutex2var_epi8(lo, i1, hi));
         }
     }
+    return 1;
+}
+
+/* 4-byte elements, R a multiple of 16: 16 x 16 tiles in zmm registers (half the loads and
+ * stores of the AVX2 8 x 8 ones). Gather and scatter as the AVX2 stages; each returns the
+ * first column left. */
+__attribute__((target("avx512f")))
+static int64_t blk_gather_avx512(const blk_t* b, const char* rows, char* T, int64_t rv, int64_t cv) {
+    const int64_t R = b->R, rs = b->rs;
+    const int32_t* q = b->q;
+    const float* s = (const float*)rows;
+    float* t = (float*)T;
+    int64_t c0 = 0;
+    __m512 v[16];
+    if (b->esize != 4 || R % 16) return 0;
+    for (; c0 + 16 <= cv; c0 += 16)
+        for (int64_t g = 0; g < R; g += 16) {
+            for (int i = 0; i < 16; i++)
+                v[i] = g + i < rv ? _mm512_loadu_ps(s + (g + i) * rs + c0) : _mm512_setzero_ps();
+            tr16x16(v);
+            for (int j = 0; j < 16; j++) _mm512_storeu_ps(t + (int64_t)q[c0 + j] * R + g, v[j]);
+        }
+    return c0;
+}
+
+__attribute__((target("avx512f")))
+static int64_t blk_scatter_avx512(const blk_t* b, const char* T, char* rows, int64_t ros,
+                                  int64_t rv, int64_t cv) {
+    const int64_t R = b->R;
+    const int32_t* q = b->q;
+    const float* t = (const float*)T;
+    float* d = (float*)rows;
+    int64_t c0 = 0;
+    __m512 v[16];
+    if (b->esize != 4 || R % 16) return 0;
+    for (; c0 + 16 <= cv; c0 += 16)
+        for (int64_t g = 0; g < rv; g += 16) {
+            for (int i = 0; i < 16; i++) v[i] = _mm512_loadu_ps(t + (int64_t)q[c0 + i] * R + g);
+            tr16x16(v);
+            for (int j = 0; j < 16 && g + j < rv; j++) _mm512_storeu_ps(d + (g + j) * ros + c0, v[j]);
+        }
+    return c0;
+}
+
+/* il = 4 for 4-byte elements, R a multiple of 16: four scratch rows of 16 elements (one zmm
+ * each) to 16 [r][4] quads by in-lane 4 x 4 transposes and then a 4 x 4 transpose of lanes;
+ * back, the same two in the other order. */
+__attribute__((target("avx512f")))
+static inline void blk_lanes4(__m512i v[4]) {
+    const __m512i a = _mm512_shuffle_i32x4(v[0], v[1], 0x44), c = _mm512_shuffle_i32x4(v[0], v[1], 0xEE);
+    const __m512i e = _mm512_shuffle_i32x4(v[2], v[3], 0x44), f = _mm512_shuffle_i32x4(v[2], v[3], 0xEE);
+    v[0] = _mm512_shuffle_i32x4(a, e, 0x88);
+    v[1] = _mm512_shuffle_i32x4(a, e, 0xDD);
+    v[2] = _mm512_shuffle_i32x4(c, f, 0x88);
+    v[3] = _mm512_shuffle_i32x4(c, f, 0xDD);
+}
+
+__attribute__((target("avx512f")))
+static inline void blk_inlane4(__m512i v[4]) {
+    const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
+    const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
+    v[0] = _mm512_unpacklo_epi64(t0, t2);
+    v[1] = _mm512_unpackhi_epi64(t0, t2);
+    v[2] = _mm512_unpacklo_epi64(t1, t3);
+    v[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+__attribute__((target("avx512f")))
+static int blk_interleave4_avx512(const blk_t* b, const char* in, char* out, int to_blocked) {
+    const int64_t R = b->R, n = R * b->C * 4;
+    if (b->esize != 4 || R % 16) return 0;
+    for (int64_t g = 0; g < n; g += 4 * R * 4)
+        for (int64_t r = 0; r < R; r += 16) {
+            __m512i v[4];
+            /* scratch row j's 16 elements at (j * R + r) * 4, their quads at r * 16 + 64 j */
+            for (int j = 0; j < 4; j++)
+                v[j] = _mm512_loadu_si512((const void*)(in + g + (to_blocked ? (j * R + r) * 4 : r * 16 + 64 * j)));
+            if (to_blocked) {
+                blk_inlane4(v);
+                blk_lanes4(v);
+            } else {
+                blk_lanes4(v);
+                blk_inlane4(v);
+            }
+            for (int j = 0; j < 4; j++)
+                _mm512_storeu_si512((void*)(out + g + (to_blocked ? r * 16 + 64 * j : (j * R + r) * 4)), v[j]);
+        }
     return 1;
 }
 
@@ -850,7 +937,7 @@ static void blk_copy_out(char* d, const char* s, int64_t n, int nt, int simd) {
 
 static inline void blk_interleave(const blk_t* b, const char* T, char* out, int simd) {
 #if REORDER_BLK_X86
-    if (simd >= 2 && b->il == 4 && blk_interleave4_vbmi(b, T, out, 1))
+    if (simd >= 2 && b->il == 4 && (blk_interleave4_vbmi(b, T, out, 1) || blk_interleave4_avx512(b, T, out, 1)))
         return;
     if (simd && b->il == 4 && b->esize <= 4 && (blk_interleave4_avx2(b, T, out) || blk_interleave4_sse(b, T, out)))
         return;
@@ -865,7 +952,7 @@ static inline void blk_interleave(const blk_t* b, const char* T, char* out, int 
 
 static inline void blk_deinterleave(const blk_t* b, const char* in, char* T, int simd) {
 #if REORDER_BLK_X86
-    if (simd >= 2 && b->il == 4 && blk_interleave4_vbmi(b, in, T, 0))
+    if (simd >= 2 && b->il == 4 && (blk_interleave4_vbmi(b, in, T, 0) || blk_interleave4_avx512(b, in, T, 0)))
         return;
     if (simd && b->il == 4 && b->esize <= 4 && (blk_deinterleave4_avx2(b, in, T) || blk_deinterleave4_sse(b, in, T)))
         return;
@@ -896,7 +983,8 @@ static void blk_to_blocked(const blk_t* b, const char* rows, char* dst, int64_t 
         if (nt) blk_copy_out(dst, T2, n, 1, simd);
         return;
     }
-    if (simd) c0 = blk_gather_avx2(b, rows, t, rv, cv);
+    if (simd >= 2) c0 = blk_gather_avx512(b, rows, t, rv, cv);
+    if (simd) c0 = blk_gather_avx2(b, rows, t, rv, cv, c0);
 #endif
     blk_gather_scalar(b, rows, t, rv, cv, c0);
     if (b->il == 1) {
@@ -932,7 +1020,8 @@ static void blk_to_plain(const blk_t* b, const char* src, char* rows, int64_t rv
     int64_t ros = nt ? b->C : b->rs;
     int64_t c0 = 0;
 #if REORDER_BLK_X86
-    if (simd) c0 = blk_scatter_avx2(b, t, out, ros, rv, cv);
+    if (simd >= 2) c0 = blk_scatter_avx512(b, t, out, ros, rv, cv);
+    if (simd) c0 = blk_scatter_avx2(b, t, out, ros, rv, cv, c0);
 #endif
     blk_scatter_scalar(b, t, out, ros, rv, cv, c0);
     /* streamed: the plain rows were built whole in T2 and leave as contiguous runs */

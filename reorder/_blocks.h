@@ -55,18 +55,18 @@ typedef struct {
      * back ([1]), set by blk_prepare; ix_bytes is 0 where they do not apply */
     int ix_bytes;
     uint8_t ix[2][128];
-    /* 1-byte elements, R = 16, il 1, 2 or 4, and the columns in segments of vw (a multiple
-     * of il, at most 256) that q permutes alike, each within itself: the block moves a
-     * segment at a time in registers (blk_*_regs), set by blk_prepare; vk = 0 where it does
-     * not, else the segment's count of 64-byte registers.
+    /* 1- and 2-byte elements, R = 16, il * esize at most 4, and the columns in segments of
+     * vw (a multiple of il, at most 320 bytes) that q permutes alike, each within itself: the
+     * block moves a segment at a time in registers (blk_*_regs), set by blk_prepare; vk = 0
+     * where it does not, else the segment's count of 64-byte registers.
      * rx[0][k]: chunk k of a segment in scratch order from its 64-byte registers, pairs
-     * (0, 1) and (2, 3), rm[0][k] marking the bytes of the second pair; rx[1], rm[1]: the
-     * row's register k back from the chunks. lx: a 64-byte group of [r][4 scratch rows]
-     * (the 4i16o4i order) to the blocked order of il ([0]) and back ([1]). */
+     * (0, 1), (2, 3) and (4), rm[0][k][p - 1] marking the bytes of pair p; rx[1], rm[1]: the
+     * row's register k back from the chunks. lx: a 64-byte group of [r][a dword of scratch
+     * rows] (4i16o4i bytes, 8i16o2i words) to the blocked order of il ([0]) and back ([1]). */
     int64_t vk, vw;
     int vid;                /* q is the identity within a segment: no permutes, no T */
-    uint8_t rx[2][4][2][64];
-    uint64_t rm[2][4];
+    uint8_t rx[2][5][3][64];
+    uint64_t rm[2][5][2];
     uint8_t lx[2][64];
 } blk_t;
 
@@ -93,22 +93,23 @@ static void blk_prepare(blk_t* b) {
 
 /* The tables of the register path: a row's byte c goes to scratch byte q[c]. */
 static void blk_prepare_regs(blk_t* b) {
-    const int64_t C = b->C, il = b->il;
+    const int64_t C = b->C, il = b->il, e = b->esize;
     int64_t W = 0;
     b->vk = b->vw = 0;
-    if (b->esize != 1 || b->R != 16 || (il != 1 && il != 2 && il != 4))
+    /* a dword holds 4 / e elements of a row, and il of them at most interleave */
+    if ((e != 1 && e != 2) || b->R != 16 || (il != 1 && il != 2 && il != 4) || il * e > 4)
         return;
     /* of the segments of columns that every segment permutes alike, within itself, the one
      * of the fewest shuffles a column: a row's permute per 64 bytes (1 from one or two
-     * registers, 2 from three, 3 from four), a transpose per 16 dwords (64, or 20 for at most
-     * 4), and about 20 more a segment */
+     * registers, 2 from three, 3 from four, 4 from five), a transpose per 16 dwords (64, or
+     * 20 for at most 4), and about 20 more a segment */
     int64_t best = 0;
-    for (int64_t w = il; w <= 256; w += il) {
+    for (int64_t w = il; w * e <= 320; w += il) {
         if (C % w) continue;
         int64_t c = 0;
         while (c < C && b->q[c] == c / w * w + b->q[c % w]) c++;
         if (c < C) continue;
-        const int64_t k = (w + 63) / 64, last = w - 64 * (k - 1);
+        const int64_t k = (w * e + 63) / 64, last = w * e - 64 * (k - 1);
         const int64_t ops = 16 * k * (k <= 2 ? 1 : k - 1) + 64 * (k - 1) + (last <= 16 ? 20 : 64) + 20;
         if (!W || ops * W < best * w) {
             W = w;
@@ -116,25 +117,31 @@ static void blk_prepare_regs(blk_t* b) {
         }
     }
     if (!W) return;
-    b->vw = W;
-    b->vk = (W + 63) / 64;
     b->vid = 1;
     for (int64_t c = 0; c < W; c++) b->vid &= b->q[c] == c;
+    /* 2-byte rows that need both the permutes and a relabel (OIhw16i16o) measured level
+     * with the AVX2 tiles: only 8i16o2i weights and the identity (activations) take it */
+    if (e == 2 && il * e != 4 && !b->vid) return;
+    b->vw = W;
+    b->vk = (W * e + 63) / 64;
     memset(b->rx, 0, sizeof b->rx);
     memset(b->rm, 0, sizeof b->rm);
-    for (int64_t c = 0; c < W; c++) {
-        const int64_t q = b->q[c];
-        b->rx[0][q / 64][c >= 128][q % 64] = (uint8_t)(c & 127);
-        if (c >= 128) b->rm[0][q / 64] |= 1ULL << (q % 64);
-        b->rx[1][c / 64][q >= 128][c % 64] = (uint8_t)(q & 127);
-        if (q >= 128) b->rm[1][c / 64] |= 1ULL << (c % 64);
-    }
-    for (int64_t r = 0; r < 16; r++)
-        for (int64_t j = 0; j < 4; j++) {
-            const int64_t dw = r * 4 + j, blocked = (j / il) * (16 * il) + r * il + j % il;
-            b->lx[0][blocked] = (uint8_t)dw;
-            b->lx[1][dw] = (uint8_t)blocked;
+    for (int64_t c = 0; c < W; c++)
+        for (int64_t x = 0; x < e; x++) {
+            const int64_t cb = c * e + x, qb = b->q[c] * e + x;
+            b->rx[0][qb / 64][cb / 128][qb % 64] = (uint8_t)(cb & 127);
+            if (cb >= 128) b->rm[0][qb / 64][cb / 128 - 1] |= 1ULL << (qb % 64);
+            b->rx[1][cb / 64][qb / 128][cb % 64] = (uint8_t)(qb & 127);
+            if (qb >= 128) b->rm[1][cb / 64][qb / 128 - 1] |= 1ULL << (cb % 64);
         }
+    for (int64_t r = 0; r < 16; r++)
+        for (int64_t j = 0; j < 4 / e; j++)
+            for (int64_t x = 0; x < e; x++) {
+                const int64_t dw = r * 4 + j * e + x;
+                const int64_t blocked = ((j / il) * (16 * il) + r * il + j % il) * e + x;
+                b->lx[0][blocked] = (uint8_t)dw;
+                b->lx[1][dw] = (uint8_t)blocked;
+            }
 }
 
 /* ---- portable loops, one set per element size ------------------------------------------ */
@@ -670,13 +677,14 @@ static int blk_interleave4_avx512(const blk_t* b, const char* in, char* out, int
     return 1;
 }
 
-/* The register path (blk_prepare_regs), for 1-byte blocks of 16 rows, a segment of columns
- * at a time: each plain row's segment, in at most four registers, is permuted into scratch
- * order (two two-source byte
- * permutes and a blend at most a 64 bytes); then a 16 x 16 dword transpose across the rows
- * turns 64 bytes of scratch order, 16 scratch rows, into four groups of [r][4 scratch rows],
- * which is the 4i16o4i order (il 1 and 2: one more byte permute a register). The rows' chunks
- * wait in T between the two stages, as whole registers, so the loads forward from the stores.
+/* The register path (blk_prepare_regs), for blocks of 16 rows of 1- or 2-byte elements, a
+ * segment of columns at a time: each plain row's segment, in at most five registers, is
+ * permuted into scratch order (two-source byte permutes and blends, at most four shuffles a
+ * 64 bytes; none where the column map is the identity: activations); then a 16 x 16 dword
+ * transpose across the rows turns 64 bytes of scratch order, 16 scratch rows, into groups of
+ * [r][a dword of scratch rows], which is the 4i16o4i order of bytes and the 8i16o2i order of
+ * words (other il: one more byte permute a register). The rows' chunks wait in T between the
+ * two stages, as whole registers, so the loads forward from the stores.
  * A chunk of at most 4 dwords (3x3 blocks end with one) takes an in-lane 4 x 4 transpose
  * of four registers of four rows each in place of the 16 x 16; going to the blocked side
  * those four registers are built as the rows are permuted and never pass through T (a zmm
@@ -688,25 +696,29 @@ static int blk_interleave4_avx512(const blk_t* b, const char* in, char* out, int
 
 /* The K chunks' tables in registers (K, a constant, is the row's count of 64-byte registers). */
 typedef struct {
-    __m512i i0[4], i1[4];
-    __mmask64 m[4];
+    __m512i i0[5], i1[5], i2[5];
+    __mmask64 m1[5], m2[5];
 } blk_regs_ix;
 
 BLK_REGS_INLINE void blk_regs_tables(const blk_t* b, int dir, const int K, blk_regs_ix* x) {
     for (int k = 0; k < K; k++) {
         x->i0[k] = _mm512_loadu_si512((const void*)b->rx[dir][k][0]);
         x->i1[k] = _mm512_loadu_si512((const void*)b->rx[dir][k][1]);
-        x->m[k] = (__mmask64)b->rm[dir][k];
+        x->i2[k] = _mm512_loadu_si512((const void*)b->rx[dir][k][2]);
+        x->m1[k] = (__mmask64)b->rm[dir][k][0];
+        x->m2[k] = (__mmask64)b->rm[dir][k][1];
     }
 }
 
 /* chunk k of the output from the K source registers s */
 BLK_REGS_INLINE __m512i blk_regs_permute(const blk_regs_ix* x, const int K, int k, const __m512i* s) {
     if (K == 1) return _mm512_permutexvar_epi8(x->i0[k], s[0]);
-    const __m512i v = _mm512_permutex2var_epi8(s[0], x->i0[k], s[1]);
+    __m512i v = _mm512_permutex2var_epi8(s[0], x->i0[k], s[1]);
     if (K == 2) return v;
-    if (K == 3) return _mm512_mask_permutexvar_epi8(v, x->m[k], x->i1[k], s[2]);
-    return _mm512_mask_blend_epi8(x->m[k], v, _mm512_permutex2var_epi8(s[2], x->i1[k], s[3]));
+    if (K == 3) return _mm512_mask_permutexvar_epi8(v, x->m1[k], x->i1[k], s[2]);
+    v = _mm512_mask_blend_epi8(x->m1[k], v, _mm512_permutex2var_epi8(s[2], x->i1[k], s[3]));
+    if (K == 4) return v;
+    return _mm512_mask_permutexvar_epi8(v, x->m2[k], x->i2[k], s[4]);
 }
 
 static inline __mmask64 blk_regs_mask(int64_t n) {
@@ -767,9 +779,10 @@ BLK_REGS_INLINE void blk_regs_chunk_in(const char* in, char* t, int64_t nb, int 
  * chunk k of row r waits in T at (k * 16 + r) * 64 */
 BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const char* rows,
                                            char* out, int64_t rv, int64_t cv, char* T) {
-    const int64_t C = b->vw;
-    if (cv > C) cv = C;    /* this segment's columns only */
-    const int relabel = b->il != 4;
+    /* C, cv: bytes of this segment's rows (and of their valid columns) */
+    const int64_t e = b->esize, C = b->vw * e, rs = b->rs * e;
+    cv = cv * e < C ? cv * e : C;
+    const int relabel = b->il * e != 4;
     if (b->vid) {
         /* the rows are the scratch rows: each chunk straight from them to the transposes */
         const __m512i lx = _mm512_loadu_si512((const void*)b->lx[0]);
@@ -778,7 +791,7 @@ BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const ch
             const int64_t nb = 16 * (C - 64 * k) < 1024 ? 16 * (C - 64 * k) : 1024;
             __m512i v[16];
             for (int r = 0; r < 16; r++)
-                v[r] = r < rv ? _mm512_maskz_loadu_epi8(m, rows + r * b->rs + 64 * k) : _mm512_setzero_si512();
+                v[r] = r < rv ? _mm512_maskz_loadu_epi8(m, rows + r * rs + 64 * k) : _mm512_setzero_si512();
             tr16x16((__m512*)v);
             for (int u = 0; u < 16; u++)
                 if (64 * u < nb) blk_regs_put(out + k * 1024 + u * 64, nb - 64 * u, relabel, lx, v[u]);
@@ -786,11 +799,10 @@ BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const ch
         return;
     }
     blk_regs_ix x;
-    __mmask64 lm[4];
-    __m512i s[4];
+    __mmask64 lm[5];
+    __m512i s[5];
     blk_regs_tables(b, 0, K, &x);
     for (int k = 0; k < K; k++) lm[k] = blk_regs_mask(cv - 64 * k);
-    const int64_t rs = b->rs;
     /* a last chunk of at most 4 dwords stays in registers: w[l], lane g = row 4g + l */
     const int short_last = C - 64 * (K - 1) <= 16;
     const int KT = short_last ? K - 1 : K;
@@ -831,9 +843,11 @@ BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const ch
 /* the blocked block at src -> plain rows [0, rv) x columns [0, cv), ros apart */
 BLK_REGS_INLINE void blk_to_plain_regs_k(const blk_t* b, const int K, const char* src, char* rows,
                                          int64_t ros, int64_t rv, int64_t cv, char* T) {
-    const int64_t C = b->vw;
-    if (cv > C) cv = C;    /* this segment's columns only */
-    const int relabel = b->il != 4;
+    /* C, cv: bytes of this segment's rows (and of their valid columns); ros in bytes */
+    const int64_t e = b->esize, C = b->vw * e;
+    cv = cv * e < C ? cv * e : C;
+    ros *= e;
+    const int relabel = b->il * e != 4;
     const __m512i lx = _mm512_loadu_si512((const void*)b->lx[1]);
     if (b->vid) {
         for (int k = 0; k < K; k++) {
@@ -855,8 +869,8 @@ BLK_REGS_INLINE void blk_to_plain_regs_k(const blk_t* b, const int K, const char
         blk_regs_chunk_in(src + k * 16 * 64, T + k * 16 * 64, nb < 1024 ? nb : 1024, relabel, lx);
     }
     blk_regs_ix x;
-    __mmask64 lm[4];
-    __m512i s[4];
+    __mmask64 lm[5];
+    __m512i s[5];
     blk_regs_tables(b, 1, K, &x);
     for (int k = 0; k < K; k++) lm[k] = blk_regs_mask(cv - 64 * k);
     const int short_last = C - 64 * (K - 1) <= 16;
@@ -876,16 +890,17 @@ BLK_REGS_INLINE void blk_to_plain_regs_k(const blk_t* b, const int K, const char
 BLK_REGS_TARGET
 static void blk_to_blocked_regs(const blk_t* b, const char* rows, char* out, int64_t rv,
                                 int64_t cv, char* T) {
-    const int64_t W = b->vw;
+    const int64_t W = b->vw, e = b->esize;
     for (int64_t c = 0; c < b->C; c += W) {
-        const char* r = rows + c;
-        char* o = out + c * 16;
+        const char* r = rows + c * e;
+        char* o = out + c * 16 * e;
         const int64_t n = cv - c;
         switch (b->vk) {
         case 1: blk_to_blocked_regs_k(b, 1, r, o, rv, n, T); break;
         case 2: blk_to_blocked_regs_k(b, 2, r, o, rv, n, T); break;
         case 3: blk_to_blocked_regs_k(b, 3, r, o, rv, n, T); break;
-        default: blk_to_blocked_regs_k(b, 4, r, o, rv, n, T); break;
+        case 4: blk_to_blocked_regs_k(b, 4, r, o, rv, n, T); break;
+        default: blk_to_blocked_regs_k(b, 5, r, o, rv, n, T); break;
         }
     }
 }
@@ -893,16 +908,17 @@ static void blk_to_blocked_regs(const blk_t* b, const char* rows, char* out, int
 BLK_REGS_TARGET
 static void blk_to_plain_regs(const blk_t* b, const char* src, char* rows, int64_t ros,
                               int64_t rv, int64_t cv, char* T) {
-    const int64_t W = b->vw;
+    const int64_t W = b->vw, e = b->esize;
     for (int64_t c = 0; c < cv; c += W) {
-        const char* i = src + c * 16;
-        char* r = rows + c;
+        const char* i = src + c * 16 * e;
+        char* r = rows + c * e;
         const int64_t n = cv - c;
         switch (b->vk) {
         case 1: blk_to_plain_regs_k(b, 1, i, r, ros, rv, n, T); break;
         case 2: blk_to_plain_regs_k(b, 2, i, r, ros, rv, n, T); break;
         case 3: blk_to_plain_regs_k(b, 3, i, r, ros, rv, n, T); break;
-        default: blk_to_plain_regs_k(b, 4, i, r, ros, rv, n, T); break;
+        case 4: blk_to_plain_regs_k(b, 4, i, r, ros, rv, n, T); break;
+        default: blk_to_plain_regs_k(b, 5, i, r, ros, rv, n, T); break;
         }
     }
 }
@@ -1008,7 +1024,7 @@ static void blk_to_plain(const blk_t* b, const char* src, char* rows, int64_t rv
         blk_to_plain_regs(b, src, nt ? T2 : rows, nt ? b->C : b->rs, rv, cv, T);
         if (nt)
             for (int64_t r = 0; r < rv; r++)
-                blk_copy_out(rows + r * b->rs, T2 + r * b->C, cv, 1, simd);
+                blk_copy_out(rows + r * b->rs * e, T2 + r * b->C * e, cv * e, 1, simd);
         return;
     }
 #endif

@@ -751,8 +751,8 @@ cdef class Blocks:
 
     @property
     def in_registers(self):
-        """Whether the AVX-512 path moves a block whole in registers (1-byte elements, 16
-        rows of at most 256 bytes, interleave 1, 2 or 4) instead of through the tiles."""
+        """Whether the AVX-512 path moves a block in registers, a segment of columns at a
+        time (1- and 2-byte elements, 16 rows, see _blocks.h) instead of through the tiles."""
         return self.b.vk > 0
 
     def run(self, uintptr_t src, uintptr_t dst, int nthreads, bint stream=True):

@@ -160,10 +160,11 @@ class _BlockShape(NamedTuple):
     to_blocked: bool
 
 
-# byte activations blocked by 16 channels whose planes have at most this many pixels take
-# the block kernel (its AVX-512 VBMI register path), keyed by direction (to the blocked side
-# or from it); larger planes keep the transpose kernel, measured level or faster there
-ACTIVATION_BLOCK_COLUMNS = {True: 256, False: 64}
+# 1- and 2-byte activations blocked by 16 channels whose planes have at most this many
+# pixels take the block kernel (its AVX-512 VBMI register path), keyed by element size and
+# direction (to the blocked side or from it); larger planes, and 16-bit planes out of the
+# blocked side, keep the transpose kernel, measured level or faster there
+ACTIVATION_BLOCK_COLUMNS = {(1, True): 256, (1, False): 64, (2, True): 256, (2, False): 0}
 
 
 class BlockKernel(Kernel):
@@ -212,13 +213,13 @@ class BlockKernel(Kernel):
         return None
 
     @staticmethod
-    def _small_planes(nodes, shape):
-        """Activations of bytes in blocks of 16 channels whose planes are at most
-        ACTIVATION_BLOCK_COLUMNS[to_blocked] pixels: there the register path beats the
-        transpose kernel's tiles (docs/kernels.md)."""
+    def _small_planes(nodes, shape, itemsize):
+        """Activations of 1- and 2-byte elements in blocks of 16 channels whose planes are
+        at most ACTIVATION_BLOCK_COLUMNS[itemsize, to_blocked] pixels: there the register
+        path beats the transpose kernel's tiles (docs/kernels.md)."""
         columns = math.prod(nodes[i].extent for i in shape.cols)
         return (nodes[shape.r].extent == 16 and shape.il == 1
-                and columns <= ACTIVATION_BLOCK_COLUMNS[shape.to_blocked])
+                and columns <= ACTIVATION_BLOCK_COLUMNS[itemsize, shape.to_blocked])
 
     @staticmethod
     def _bounds_fit(nodes, rn, cdims, to_blocked, checked):
@@ -242,7 +243,7 @@ class BlockKernel(Kernel):
             # weights: two dims blocked on the blocked side; activations (one) only where
             # their 16-row blocks of bytes move in registers and the planes are small
             activations = sum(blocked.block_size(d) > 1 for d in range(blocked.ndim)) < 2
-            if activations and not (prob.itemsize == 1 and "avx512" in _kernels.block_paths()):
+            if activations and not (prob.itemsize <= 2 and "avx512" in _kernels.block_paths()):
                 continue
             bs = (lambda nd: nd.ds) if to_blocked else (lambda nd: nd.ss)
             prefix, expect = [], 1
@@ -256,7 +257,8 @@ class BlockKernel(Kernel):
                 if math.prod(nodes[i].extent for i in block) * prob.itemsize > _kernels.BLOCK_MAX_BYTES:
                     continue
                 shape = self._parse(nodes, block, to_blocked, prob.checked)
-                if shape is not None and activations and not self._small_planes(nodes, shape):
+                if shape is not None and activations and \
+                        not self._small_planes(nodes, shape, prob.itemsize):
                     shape = None
                 if shape is not None:
                     return shape

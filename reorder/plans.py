@@ -232,8 +232,8 @@ class Plan:
                     lines.append("  tiles: a work item's dst rows, back to back, are built in "
                                  "a scratch and copied out whole")
             if kernel.name == "blocks" and st.runner.in_registers and st.runner.path == "avx512":
-                lines.append("  blocks: 1-byte rows permuted and transposed in registers, a "
-                             "segment of at most 256 columns at a time (AVX-512 VBMI)")
+                lines.append("  blocks: rows of 1- or 2-byte elements permuted and transposed in "
+                             "registers, a segment of at most 320 bytes at a time (AVX-512 VBMI)")
             if st.runner.nt:
                 moved, smb = _bytes(prob.moved_bytes), _bytes(self.stream_min_bytes)
                 by_bytes = stream_threads(prob.moved_bytes, self.stream_min_bytes, prob.dst_bytes)

@@ -32,7 +32,8 @@ def transpose_small_byte_planes(monkeypatch, fresh_plans):
     """Byte activations of small planes stay with the transpose kernel, as on a CPU without
     AVX-512 VBMI, for the tests of its tiles."""
     from reorder import move_kernels
-    monkeypatch.setattr(move_kernels, "ACTIVATION_BLOCK_COLUMNS", {True: 0, False: 0})
+    monkeypatch.setattr(move_kernels, "ACTIVATION_BLOCK_COLUMNS",
+                        dict.fromkeys(move_kernels.ACTIVATION_BLOCK_COLUMNS, 0))
 
 
 @pytest.fixture(params=[True, False], ids=["xeon-tile-rules", "zen-tile-rules"])

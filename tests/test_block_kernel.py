@@ -139,13 +139,17 @@ def test_strided_sources(simd, dst, view, blocks, dtype):
 REGISTER_DIMS = [(16, 16, 2, 2), (17, 33, 4, 4), (18, 19, 1, 3), (33, 20, 2, 1), (40, 72, 3, 3),
                  (20, 40, 1, 1), (16, 16, 3, 1), (31, 49, 2, 3), (16, 16, 3, 3)]
 REGISTER_TAGS = ["OIhw16i16o", "OIhw4i16o4i", "OIhw8i16o2i"]
+# 16-bit 8i16o2i weights (a dword is one pair of i): segments of up to five registers a row
+# (3x3: 288 bytes)
+REGISTER_16 = [(dims, "OIhw8i16o2i", dt) for dims in REGISTER_DIMS if dims[2:] != (4, 4)
+               for dt in ("bf16", "f16")]
 
 
-@pytest.mark.parametrize("dtype", ["s8", "u8"])
-@pytest.mark.parametrize("dims", REGISTER_DIMS, ids=["x".join(map(str, d)) for d in REGISTER_DIMS])
-@pytest.mark.parametrize("blocked", REGISTER_TAGS)
+@pytest.mark.parametrize("dims,blocked,dtype",
+                         [(d, b, dt) for d in REGISTER_DIMS for b in REGISTER_TAGS for dt in ("s8", "u8")]
+                         + REGISTER_16)
 @pytest.mark.parametrize("direction", ["to_blocked", "to_plain"])
-def test_byte_blocks_in_registers(simd, direction, blocked, dims, dtype):
+def test_blocks_in_registers(simd, direction, blocked, dims, dtype):
     src, dst = ("oihw", blocked) if direction == "to_blocked" else (blocked, "oihw")
     p = ro.plan(ro.Desc(dims, dtype, src), ro.Desc(dims, dtype, dst))
     assert p.kernel == "blocks" and p.runners[0].in_registers, p.explain()
@@ -163,23 +167,24 @@ def test_blocks_outside_the_register_path(dims, blocked, dtype):
     assert p.kernel == "blocks" and not p.runners[0].in_registers, p.explain()
 
 
-# Byte activations blocked by 16 channels whose planes are small take the block kernel where
-# the CPU has AVX-512 VBMI (move_kernels.ACTIVATION_BLOCK_COLUMNS): 7x7 (a plane not a multiple
-# of 4 bytes), 3x5, 8x8, 1x3, 10x10 and 14x14 into the blocked side; channels padded (35, 19,
-# 3) and whole; one image and several
+# Activations blocked by 16 channels whose planes are small take the block kernel where the
+# CPU has AVX-512 VBMI (move_kernels.ACTIVATION_BLOCK_COLUMNS): bytes either way, 16-bit
+# elements into the blocked side; 7x7 (a plane not a multiple of 4 bytes), 3x5, 8x8, 1x3,
+# 10x10 and 14x14; channels padded (35, 19, 3) and whole; one image and several
 ACTIVATIONS = [((8, 64, 7, 7), "nchw", "nChw16c"), ((8, 64, 7, 7), "nChw16c", "nchw"),
                ((2, 35, 7, 7), "nchw", "nChw16c"), ((2, 35, 7, 7), "nChw16c", "nchw"),
                ((3, 19, 3, 5), "nchw", "nChw16c"), ((3, 19, 3, 5), "nChw16c", "nchw"),
                ((2, 48, 8, 8), "nChw16c", "nchw"), ((1, 3, 1, 3), "nchw", "nChw16c"),
                ((4, 40, 1, 3), "nChw16c", "nchw"), ((2, 19, 10, 10), "nchw", "nChw16c"),
                ((1, 32, 14, 14), "nchw", "nChw16c")]
+ACT_CASES = [(n, s, d, dt) for n, s, d in ACTIVATIONS for dt in ("s8", "u8")] + \
+            [(n, s, d, dt) for n, s, d in ACTIVATIONS if s == "nchw" for dt in ("bf16", "f16")]
 ACT_ABSTRACT = {"nchw": "abcd", "nChw16c": "aBcd16b"}
 
 
-@pytest.mark.parametrize("dtype", ["s8", "u8"])
-@pytest.mark.parametrize("dims,src,dst", ACTIVATIONS,
-                         ids=[f"{s}-{d}-{'x'.join(map(str, n))}" for n, s, d in ACTIVATIONS])
-def test_small_byte_planes_take_the_blocks(simd, dims, src, dst, dtype):
+@pytest.mark.parametrize("dims,src,dst,dtype", ACT_CASES,
+                         ids=[f"{s}-{d}-{'x'.join(map(str, n))}-{dt}" for n, s, d, dt in ACT_CASES])
+def test_small_planes_take_the_blocks(simd, dims, src, dst, dtype):
     rng = np.random.default_rng(sum(dims))
     plain = random_storage(dims, dtype, rng)
     x = ref_from_plain(plain, "abcd", ACT_ABSTRACT[src]) if src != "nchw" else plain
@@ -214,12 +219,12 @@ def test_small_byte_planes_from_views(simd, view):
 
 
 @pytest.mark.parametrize("dims,src,dst,dtype", [
-    ((8, 64, 7, 7), "nChw16c", "nchw", "f32"), ((8, 64, 7, 7), "nchw", "nChw16c", "bf16"),
+    ((8, 64, 7, 7), "nChw16c", "nchw", "f32"), ((8, 64, 7, 7), "nChw16c", "nchw", "bf16"),
     ((8, 64, 28, 28), "nchw", "nChw16c", "s8"), ((8, 64, 14, 14), "nChw16c", "nchw", "s8"),
     ((8, 64, 7, 7), "nChw8c", "nchw", "s8")])
 def test_other_planes_keep_the_transpose(dims, src, dst, dtype):
-    """Wider elements, larger planes (14x14 from the blocked side, 28x28 either way) and
-    blocks of 8 channels keep the transpose kernel."""
+    """Wider elements, 16-bit planes out of the blocked side, larger planes (14x14 from the
+    blocked side, 28x28 either way) and blocks of 8 channels keep the transpose kernel."""
     p = ro.plan(ro.Desc(dims, dtype, src), ro.Desc(dims, dtype, dst))
     assert p.kernel == "transpose", p.explain()
 

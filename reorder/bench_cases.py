@@ -22,6 +22,7 @@ MOVE_CASES = (
     ("nChw8c->nChw16c padded", (8, 19, 56, 56), "nChw8c", "nChw16c"),
     ("nChw8c->nChw16c", (8, 64, 56, 56), "nChw8c", "nChw16c"),
     ("nChw16c->nchw 7x7", (8, 512, 7, 7), "nChw16c", "nchw"),
+    ("nchw->nChw16c 7x7", (8, 512, 7, 7), "nchw", "nChw16c"),
     # dst rows a multiple of 4 KiB apart in f32: planes of 64x64 pixels, pixels of 1024
     # channels (docs/kernels.md)
     ("nChw16c->nchw 64x64", (2, 128, 64, 64), "nChw16c", "nchw"),
@@ -31,4 +32,7 @@ MOVE_CASES = (
     ("OIhw16i16o->oihw", (512, 512, 3, 3), "OIhw16i16o", "oihw"),
     ("oihw->OIhw4i16o4i padded", (200, 120, 3, 3), "oihw", "OIhw4i16o4i"),
     ("OIhw4i16o4i->oihw padded", (200, 120, 3, 3), "OIhw4i16o4i", "oihw"),
+    # the 16-bit weights' layout (oneDNN's bf16 convolutions)
+    ("oihw->OIhw8i16o2i padded", (200, 120, 3, 3), "oihw", "OIhw8i16o2i"),
+    ("OIhw8i16o2i->oihw padded", (200, 120, 3, 3), "OIhw8i16o2i", "oihw"),
 )

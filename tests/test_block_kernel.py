@@ -232,7 +232,8 @@ def test_other_planes_keep_the_transpose(dims, src, dst, dtype):
 @pytest.mark.parametrize("dtype", DTYPES[:5])
 @pytest.mark.parametrize("src,dst,dims", [
     ("oihw", "OIhw16i16o", (512, 512, 3, 3)), ("OIhw16i16o", "oihw", (512, 512, 3, 3)),
-    ("oihw", "OIhw4i16o4i", (200, 120, 3, 3)), ("OIhw4i16o4i", "oihw", (200, 120, 3, 3))])
+    ("oihw", "OIhw4i16o4i", (200, 120, 3, 3)), ("OIhw4i16o4i", "oihw", (200, 120, 3, 3)),
+    ("oihw", "OIhw8i16o2i", (200, 120, 3, 3)), ("OIhw8i16o2i", "oihw", (200, 120, 3, 3))])
 def test_benchmark_cases_take_the_block_kernel(src, dst, dims, dtype):
     """The speed-target cases (reorder/bench_cases.py) run on this kernel, on its widest path
     where the CPU has it."""

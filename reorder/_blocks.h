@@ -703,10 +703,14 @@ typedef struct {
 BLK_REGS_INLINE void blk_regs_tables(const blk_t* b, int dir, const int K, blk_regs_ix* x) {
     for (int k = 0; k < K; k++) {
         x->i0[k] = _mm512_loadu_si512((const void*)b->rx[dir][k][0]);
-        x->i1[k] = _mm512_loadu_si512((const void*)b->rx[dir][k][1]);
-        x->i2[k] = _mm512_loadu_si512((const void*)b->rx[dir][k][2]);
-        x->m1[k] = (__mmask64)b->rm[dir][k][0];
-        x->m2[k] = (__mmask64)b->rm[dir][k][1];
+        if (K >= 3) {
+            x->i1[k] = _mm512_loadu_si512((const void*)b->rx[dir][k][1]);
+            x->m1[k] = (__mmask64)b->rm[dir][k][0];
+        }
+        if (K >= 5) {
+            x->i2[k] = _mm512_loadu_si512((const void*)b->rx[dir][k][2]);
+            x->m2[k] = (__mmask64)b->rm[dir][k][1];
+        }
     }
 }
 
@@ -759,6 +763,16 @@ BLK_REGS_INLINE void blk_regs_chunk_out(const char* t, char* o, int64_t nb, int 
 /* nb bytes of the blocked block at in -> the chunk's 16 rows at t */
 BLK_REGS_INLINE void blk_regs_chunk_in(const char* in, char* t, int64_t nb, int relabel, __m512i lx) {
     __m512i v[16];
+    if (nb == 1024) {
+        /* a whole chunk, as most are: no bounds to test */
+        for (int u = 0; u < 16; u++) {
+            const __m512i x = _mm512_loadu_si512((const void*)(in + u * 64));
+            v[u] = relabel ? _mm512_permutexvar_epi8(lx, x) : x;
+        }
+        tr16x16((__m512*)v);
+        for (int r = 0; r < 16; r++) _mm512_store_si512((void*)(t + r * 64), v[r]);
+        return;
+    }
     for (int u = 0; u < 16; u++)
         v[u] = 64 * u < nb ? blk_regs_get(in + u * 64, nb - 64 * u, relabel, lx) : _mm512_setzero_si512();
     if (nb <= 256) {
@@ -783,21 +797,6 @@ BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const ch
     const int64_t e = b->esize, C = b->vw * e, rs = b->rs * e;
     cv = cv * e < C ? cv * e : C;
     const int relabel = b->il * e != 4;
-    if (b->vid) {
-        /* the rows are the scratch rows: each chunk straight from them to the transposes */
-        const __m512i lx = _mm512_loadu_si512((const void*)b->lx[0]);
-        for (int k = 0; k < K; k++) {
-            const __mmask64 m = blk_regs_mask(cv - 64 * k);
-            const int64_t nb = 16 * (C - 64 * k) < 1024 ? 16 * (C - 64 * k) : 1024;
-            __m512i v[16];
-            for (int r = 0; r < 16; r++)
-                v[r] = r < rv ? _mm512_maskz_loadu_epi8(m, rows + r * rs + 64 * k) : _mm512_setzero_si512();
-            tr16x16((__m512*)v);
-            for (int u = 0; u < 16; u++)
-                if (64 * u < nb) blk_regs_put(out + k * 1024 + u * 64, nb - 64 * u, relabel, lx, v[u]);
-        }
-        return;
-    }
     blk_regs_ix x;
     __mmask64 lm[5];
     __m512i s[5];
@@ -828,8 +827,8 @@ BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const ch
     }
     const __m512i lx = _mm512_loadu_si512((const void*)b->lx[0]);
     for (int k = 0; k < KT; k++) {
-        const int64_t nb = 16 * (C - 64 * k);
-        blk_regs_chunk_out(T + k * 16 * 64, out + k * 16 * 64, nb < 1024 ? nb : 1024, relabel, lx);
+        const int64_t nb = k < K - 1 ? 1024 : 16 * (C - 64 * k);
+        blk_regs_chunk_out(T + k * 16 * 64, out + k * 16 * 64, nb, relabel, lx);
     }
     if (short_last) {
         const int64_t nb = 16 * (C - 64 * (K - 1));
@@ -849,24 +848,10 @@ BLK_REGS_INLINE void blk_to_plain_regs_k(const blk_t* b, const int K, const char
     ros *= e;
     const int relabel = b->il * e != 4;
     const __m512i lx = _mm512_loadu_si512((const void*)b->lx[1]);
-    if (b->vid) {
-        for (int k = 0; k < K; k++) {
-            const __mmask64 m = blk_regs_mask(cv - 64 * k);
-            const int64_t nb = 16 * (C - 64 * k) < 1024 ? 16 * (C - 64 * k) : 1024;
-            __m512i v[16];
-            for (int u = 0; u < 16; u++)
-                v[u] = 64 * u < nb ? blk_regs_get(src + k * 1024 + u * 64, nb - 64 * u, relabel, lx)
-                                   : _mm512_setzero_si512();
-            tr16x16((__m512*)v);
-            if (m)
-                for (int r = 0; r < 16; r++)
-                    if (r < rv) _mm512_mask_storeu_epi8(rows + r * ros + 64 * k, m, v[r]);
-        }
-        return;
-    }
     for (int k = 0; k < K; k++) {
-        const int64_t nb = 16 * (C - 64 * k);
-        blk_regs_chunk_in(src + k * 16 * 64, T + k * 16 * 64, nb < 1024 ? nb : 1024, relabel, lx);
+        /* (every chunk but the last is whole: a constant, so one copy of the code a chunk) */
+        const int64_t nb = k < K - 1 ? 1024 : 16 * (C - 64 * k);
+        blk_regs_chunk_in(src + k * 16 * 64, T + k * 16 * 64, nb, relabel, lx);
     }
     blk_regs_ix x;
     __mmask64 lm[5];
@@ -886,11 +871,54 @@ BLK_REGS_INLINE void blk_to_plain_regs_k(const blk_t* b, const int K, const char
     }
 }
 
+/* The identity map (activations): the rows are the scratch rows, each chunk straight from
+ * them into the transposes and back; C, cv and the row strides in bytes. */
+BLK_REGS_TARGET
+static void blk_to_blocked_vid(const blk_t* b, const char* rows, char* out, int64_t rv,
+                               int64_t cv, int64_t C, int64_t rs) {
+    const int relabel = b->il * b->esize != 4;
+    const __m512i lx = _mm512_loadu_si512((const void*)b->lx[0]);
+    if (cv > C) cv = C;
+    for (int64_t k = 0; 64 * k < C; k++) {
+        const __mmask64 m = blk_regs_mask(cv - 64 * k);
+        const int64_t nb = 16 * (C - 64 * k) < 1024 ? 16 * (C - 64 * k) : 1024;
+        __m512i v[16];
+        for (int r = 0; r < 16; r++)
+            v[r] = r < rv ? _mm512_maskz_loadu_epi8(m, rows + r * rs + 64 * k) : _mm512_setzero_si512();
+        tr16x16((__m512*)v);
+        for (int u = 0; u < 16; u++)
+            if (64 * u < nb) blk_regs_put(out + k * 1024 + u * 64, nb - 64 * u, relabel, lx, v[u]);
+    }
+}
+
+BLK_REGS_TARGET
+static void blk_to_plain_vid(const blk_t* b, const char* src, char* rows, int64_t ros,
+                             int64_t rv, int64_t cv, int64_t C) {
+    const int relabel = b->il * b->esize != 4;
+    const __m512i lx = _mm512_loadu_si512((const void*)b->lx[1]);
+    if (cv > C) cv = C;
+    for (int64_t k = 0; 64 * k < cv; k++) {
+        const __mmask64 m = blk_regs_mask(cv - 64 * k);
+        const int64_t nb = 16 * (C - 64 * k) < 1024 ? 16 * (C - 64 * k) : 1024;
+        __m512i v[16];
+        for (int u = 0; u < 16; u++)
+            v[u] = 64 * u < nb ? blk_regs_get(src + k * 1024 + u * 64, nb - 64 * u, relabel, lx)
+                               : _mm512_setzero_si512();
+        tr16x16((__m512*)v);
+        for (int r = 0; r < 16; r++)
+            if (r < rv) _mm512_mask_storeu_epi8(rows + r * ros + 64 * k, m, v[r]);
+    }
+}
+
 /* the block, a segment of vw columns at a time (a segment past cv is all padding) */
 BLK_REGS_TARGET
 static void blk_to_blocked_regs(const blk_t* b, const char* rows, char* out, int64_t rv,
                                 int64_t cv, char* T) {
     const int64_t W = b->vw, e = b->esize;
+    if (b->vid) {
+        blk_to_blocked_vid(b, rows, out, rv, cv * e, b->C * e, b->rs * e);
+        return;
+    }
     for (int64_t c = 0; c < b->C; c += W) {
         const char* r = rows + c * e;
         char* o = out + c * 16 * e;
@@ -909,6 +937,10 @@ BLK_REGS_TARGET
 static void blk_to_plain_regs(const blk_t* b, const char* src, char* rows, int64_t ros,
                               int64_t rv, int64_t cv, char* T) {
     const int64_t W = b->vw, e = b->esize;
+    if (b->vid) {
+        blk_to_plain_vid(b, src, rows, ros * e, rv, cv * e, b->C * e);
+        return;
+    }
     for (int64_t c = 0; c < cv; c += W) {
         const char* i = src + c * 16 * e;
         char* r = rows + c * e;

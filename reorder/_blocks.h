@@ -236,32 +236,32 @@ static void blk_deinterleave_scalar(const blk_t* b, const char* in, char* T) {
 static void blk_copy_out(char* d, const char* s, int64_t n, int nt, int simd);
 
 #if REORDER_BLK_X86
-/* N x N tiles of N-element registers (8 dwords, 4 qwords) through the transpose TR: plain
- * rows to scratch rows (gather; rows past rv load as zeros), and back (scatter). */
-#define BLK_GATHER_SQUARE(W, N, TR)                                                         \
+/* N x N tiles of N-element registers V (8 dwords or 4 qwords in __m256i, 16 floats in
+ * __m512) through the transpose TR: plain rows to scratch rows (gather; rows past rv load as
+ * zeros), and back (scatter). LD(p), ST(p, v), ZERO: the register's unaligned load, store
+ * and zero. */
+#define BLK_LD256(p) _mm256_loadu_si256((const __m256i*)(p))
+#define BLK_ST256(p, x) _mm256_storeu_si256((__m256i*)(p), x)
+#define BLK_GATHER_SQUARE(W, N, TR, V, LD, ST, ZERO)                                       \
     const W* s = (const W*)rows;                                                            \
     W* t = (W*)T;                                                                           \
-    __m256i v[N];                                                                           \
+    V v[N];                                                                                 \
     for (; c0 + N <= cv; c0 += N)                                                           \
         for (int64_t g = 0; g < R; g += N) {                                                \
             for (int i = 0; i < N; i++)                                                     \
-                v[i] = g + i < rv ? _mm256_loadu_si256((const __m256i*)(s + (g + i) * rs + c0)) \
-                                  : _mm256_setzero_si256();                                 \
+                v[i] = g + i < rv ? LD(s + (g + i) * rs + c0) : ZERO;                       \
             TR(v);                                                                          \
-            for (int j = 0; j < N; j++)                                                     \
-                _mm256_storeu_si256((__m256i*)(t + (int64_t)q[c0 + j] * R + g), v[j]);      \
+            for (int j = 0; j < N; j++) ST(t + (int64_t)q[c0 + j] * R + g, v[j]);           \
         }
-#define BLK_SCATTER_SQUARE(W, N, TR)                                                        \
+#define BLK_SCATTER_SQUARE(W, N, TR, V, LD, ST)                                             \
     const W* t = (const W*)T;                                                               \
     W* d = (W*)rows;                                                                        \
-    __m256i v[N];                                                                           \
+    V v[N];                                                                                 \
     for (; c0 + N <= cv; c0 += N)                                                           \
         for (int64_t g = 0; g < rv; g += N) {                                               \
-            for (int i = 0; i < N; i++)                                                     \
-                v[i] = _mm256_loadu_si256((const __m256i*)(t + (int64_t)q[c0 + i] * R + g)); \
+            for (int i = 0; i < N; i++) v[i] = LD(t + (int64_t)q[c0 + i] * R + g);          \
             TR(v);                                                                          \
-            for (int j = 0; j < N && g + j < rv; j++)                                       \
-                _mm256_storeu_si256((__m256i*)(d + (g + j) * ros + c0), v[j]);              \
+            for (int j = 0; j < N && g + j < rv; j++) ST(d + (g + j) * ros + c0, v[j]);     \
         }
 
 /* Stage 1, plain -> blocked, AVX2: full tiles of valid columns (4x4 qwords, 8x8 dwords,
@@ -273,9 +273,9 @@ static int64_t blk_gather_avx2(const blk_t* b, const char* rows, char* T, int64_
     const int64_t R = b->R, rs = b->rs;
     const int32_t* q = b->q;
     if (b->esize == 4 && R % 8 == 0) {
-        BLK_GATHER_SQUARE(uint32_t, 8, avx2_tr8x8_epi32);
+        BLK_GATHER_SQUARE(uint32_t, 8, avx2_tr8x8_epi32, __m256i, BLK_LD256, BLK_ST256, _mm256_setzero_si256());
     } else if (b->esize == 8 && R % 4 == 0) {
-        BLK_GATHER_SQUARE(uint64_t, 4, avx2_tr4x4_epi64);
+        BLK_GATHER_SQUARE(uint64_t, 4, avx2_tr4x4_epi64, __m256i, BLK_LD256, BLK_ST256, _mm256_setzero_si256());
     } else if (b->esize == 2 && R % 16 == 0) {
         const uint16_t* s = (const uint16_t*)rows;
         uint16_t* t = (uint16_t*)T;
@@ -324,9 +324,9 @@ static int64_t blk_scatter_avx2(const blk_t* b, const char* T, char* rows, int64
     const int64_t R = b->R;
     const int32_t* q = b->q;
     if (b->esize == 4 && R % 8 == 0) {
-        BLK_SCATTER_SQUARE(uint32_t, 8, avx2_tr8x8_epi32);
+        BLK_SCATTER_SQUARE(uint32_t, 8, avx2_tr8x8_epi32, __m256i, BLK_LD256, BLK_ST256);
     } else if (b->esize == 8 && R % 4 == 0) {
-        BLK_SCATTER_SQUARE(uint64_t, 4, avx2_tr4x4_epi64);
+        BLK_SCATTER_SQUARE(uint64_t, 4, avx2_tr4x4_epi64, __m256i, BLK_LD256, BLK_ST256);
     } else if (b->esize == 2 && R % 16 == 0) {
         const uint16_t* t = (const uint16_t*)T;
         uint16_t* d = (uint16_t*)rows;
@@ -597,18 +597,9 @@ __attribute__((target("avx512f")))
 static int64_t blk_gather_avx512(const blk_t* b, const char* rows, char* T, int64_t rv, int64_t cv) {
     const int64_t R = b->R, rs = b->rs;
     const int32_t* q = b->q;
-    const float* s = (const float*)rows;
-    float* t = (float*)T;
     int64_t c0 = 0;
-    __m512 v[16];
     if (b->esize != 4 || R % 16) return 0;
-    for (; c0 + 16 <= cv; c0 += 16)
-        for (int64_t g = 0; g < R; g += 16) {
-            for (int i = 0; i < 16; i++)
-                v[i] = g + i < rv ? _mm512_loadu_ps(s + (g + i) * rs + c0) : _mm512_setzero_ps();
-            tr16x16(v);
-            for (int j = 0; j < 16; j++) _mm512_storeu_ps(t + (int64_t)q[c0 + j] * R + g, v[j]);
-        }
+    BLK_GATHER_SQUARE(float, 16, tr16x16, __m512, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_setzero_ps());
     return c0;
 }
 
@@ -617,17 +608,9 @@ static int64_t blk_scatter_avx512(const blk_t* b, const char* T, char* rows, int
                                   int64_t rv, int64_t cv) {
     const int64_t R = b->R;
     const int32_t* q = b->q;
-    const float* t = (const float*)T;
-    float* d = (float*)rows;
     int64_t c0 = 0;
-    __m512 v[16];
     if (b->esize != 4 || R % 16) return 0;
-    for (; c0 + 16 <= cv; c0 += 16)
-        for (int64_t g = 0; g < rv; g += 16) {
-            for (int i = 0; i < 16; i++) v[i] = _mm512_loadu_ps(t + (int64_t)q[c0 + i] * R + g);
-            tr16x16(v);
-            for (int j = 0; j < 16 && g + j < rv; j++) _mm512_storeu_ps(d + (g + j) * ros + c0, v[j]);
-        }
+    BLK_SCATTER_SQUARE(float, 16, tr16x16, __m512, _mm512_loadu_ps, _mm512_storeu_ps);
     return c0;
 }
 
@@ -644,6 +627,8 @@ static inline void blk_lanes4(__m512i v[4]) {
     v[3] = _mm512_shuffle_i32x4(c, f, 0xDD);
 }
 
+/* in-lane 4 x 4 dword transposes across v[0..3] (dword j of lane g of v[l] <-> dword l of
+ * lane g of v[j]) */
 __attribute__((target("avx512f")))
 static inline void blk_inlane4(__m512i v[4]) {
     const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
@@ -729,15 +714,6 @@ static inline __mmask64 blk_regs_mask(int64_t n) {
     return n >= 64 ? ~(__mmask64)0 : n <= 0 ? 0 : (((__mmask64)1 << n) - 1);
 }
 
-/* in-lane 4 x 4 dword transposes across v[0..3] (lane g of v[l] <-> lane g of v[j]) */
-BLK_REGS_INLINE void blk_regs_tr4(__m512i v[4]) {
-    const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
-    const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
-    v[0] = _mm512_unpacklo_epi64(t0, t2);
-    v[1] = _mm512_unpackhi_epi64(t0, t2);
-    v[2] = _mm512_unpacklo_epi64(t1, t3);
-    v[3] = _mm512_unpackhi_epi64(t1, t3);
-}
 
 /* one blocked register, n of its bytes (n < 64: a segment's last, part of it past C) */
 BLK_REGS_INLINE void blk_regs_put(char* o, int64_t n, int relabel, __m512i lx, __m512i v) {
@@ -776,7 +752,7 @@ BLK_REGS_INLINE void blk_regs_chunk_in(const char* in, char* t, int64_t nb, int 
     for (int u = 0; u < 16; u++)
         v[u] = 64 * u < nb ? blk_regs_get(in + u * 64, nb - 64 * u, relabel, lx) : _mm512_setzero_si512();
     if (nb <= 256) {
-        blk_regs_tr4(v);
+        blk_inlane4(v);
         for (int l = 0; l < 4; l++) {
             _mm_store_si128((__m128i*)(t + l * 64), _mm512_castsi512_si128(v[l]));
             _mm_store_si128((__m128i*)(t + (4 + l) * 64), _mm512_extracti32x4_epi32(v[l], 1));
@@ -789,19 +765,27 @@ BLK_REGS_INLINE void blk_regs_chunk_in(const char* in, char* t, int64_t nb, int 
     }
 }
 
+/* A segment's tables (dir 0 to the blocked side, 1 back) and its rows' chunk masks for cv
+ * valid columns; returns cv in bytes, at most the segment's. */
+BLK_REGS_INLINE int64_t blk_regs_segment(const blk_t* b, int dir, const int K, int64_t cv,
+                                         blk_regs_ix* x, __mmask64* lm) {
+    const int64_t C = b->vw * b->esize;
+    cv = cv * b->esize < C ? cv * b->esize : C;
+    blk_regs_tables(b, dir, K, x);
+    for (int k = 0; k < K; k++) lm[k] = blk_regs_mask(cv - 64 * k);
+    return cv;
+}
+
 /* plain rows (rs apart, rows [0, rv) x columns [0, cv) valid) -> the blocked block at out;
  * chunk k of row r waits in T at (k * 16 + r) * 64 */
 BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const char* rows,
                                            char* out, int64_t rv, int64_t cv, char* T) {
-    /* C, cv: bytes of this segment's rows (and of their valid columns) */
     const int64_t e = b->esize, C = b->vw * e, rs = b->rs * e;
-    cv = cv * e < C ? cv * e : C;
     const int relabel = b->il * e != 4;
     blk_regs_ix x;
     __mmask64 lm[5];
     __m512i s[5];
-    blk_regs_tables(b, 0, K, &x);
-    for (int k = 0; k < K; k++) lm[k] = blk_regs_mask(cv - 64 * k);
+    cv = blk_regs_segment(b, 0, K, cv, &x, lm);
     /* a last chunk of at most 4 dwords stays in registers: w[l], lane g = row 4g + l */
     const int short_last = C - 64 * (K - 1) <= 16;
     const int KT = short_last ? K - 1 : K;
@@ -833,7 +817,7 @@ BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const ch
     if (short_last) {
         const int64_t nb = 16 * (C - 64 * (K - 1));
         char* o = out + (K - 1) * 16 * 64;
-        blk_regs_tr4(w);
+        blk_inlane4(w);
         for (int u = 0; u < 4; u++)
             if (64 * u < nb) blk_regs_put(o + u * 64, nb - 64 * u, relabel, lx, w[u]);
     }
@@ -842,12 +826,10 @@ BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const ch
 /* the blocked block at src -> plain rows [0, rv) x columns [0, cv), ros apart */
 BLK_REGS_INLINE void blk_to_plain_regs_k(const blk_t* b, const int K, const char* src, char* rows,
                                          int64_t ros, int64_t rv, int64_t cv, char* T) {
-    /* C, cv: bytes of this segment's rows (and of their valid columns); ros in bytes */
     const int64_t e = b->esize, C = b->vw * e;
-    cv = cv * e < C ? cv * e : C;
-    ros *= e;
     const int relabel = b->il * e != 4;
     const __m512i lx = _mm512_loadu_si512((const void*)b->lx[1]);
+    ros *= e;
     for (int k = 0; k < K; k++) {
         /* (every chunk but the last is whole: a constant, so one copy of the code a chunk) */
         const int64_t nb = k < K - 1 ? 1024 : 16 * (C - 64 * k);
@@ -856,8 +838,7 @@ BLK_REGS_INLINE void blk_to_plain_regs_k(const blk_t* b, const int K, const char
     blk_regs_ix x;
     __mmask64 lm[5];
     __m512i s[5];
-    blk_regs_tables(b, 1, K, &x);
-    for (int k = 0; k < K; k++) lm[k] = blk_regs_mask(cv - 64 * k);
+    cv = blk_regs_segment(b, 1, K, cv, &x, lm);
     const int short_last = C - 64 * (K - 1) <= 16;
     for (int64_t r = 0; r < rv; r++) {
         for (int k = 0; k < K; k++) {
@@ -872,86 +853,73 @@ BLK_REGS_INLINE void blk_to_plain_regs_k(const blk_t* b, const int K, const char
 }
 
 /* The identity map (activations): the rows are the scratch rows, each chunk straight from
- * them into the transposes and back; C, cv and the row strides in bytes. */
+ * them into the transposes (to the blocked side) or from the transposes into them (back);
+ * C and cv in bytes, rs the rows' stride in bytes. */
 BLK_REGS_TARGET
-static void blk_to_blocked_vid(const blk_t* b, const char* rows, char* out, int64_t rv,
-                               int64_t cv, int64_t C, int64_t rs) {
+static void blk_regs_identity(const blk_t* b, const char* in, char* out, int64_t rs, int64_t rv,
+                              int64_t cv, int64_t C, int to_blocked) {
     const int relabel = b->il * b->esize != 4;
-    const __m512i lx = _mm512_loadu_si512((const void*)b->lx[0]);
+    const __m512i lx = _mm512_loadu_si512((const void*)b->lx[to_blocked ? 0 : 1]);
     if (cv > C) cv = C;
-    for (int64_t k = 0; 64 * k < C; k++) {
+    for (int64_t k = 0; 64 * k < (to_blocked ? C : cv); k++) {
         const __mmask64 m = blk_regs_mask(cv - 64 * k);
         const int64_t nb = 16 * (C - 64 * k) < 1024 ? 16 * (C - 64 * k) : 1024;
         __m512i v[16];
-        for (int r = 0; r < 16; r++)
-            v[r] = r < rv ? _mm512_maskz_loadu_epi8(m, rows + r * rs + 64 * k) : _mm512_setzero_si512();
+        for (int u = 0; u < 16; u++) {
+            if (to_blocked)
+                v[u] = u < rv ? _mm512_maskz_loadu_epi8(m, in + u * rs + 64 * k) : _mm512_setzero_si512();
+            else
+                v[u] = 64 * u < nb ? blk_regs_get(in + k * 1024 + u * 64, nb - 64 * u, relabel, lx)
+                                   : _mm512_setzero_si512();
+        }
         tr16x16((__m512*)v);
-        for (int u = 0; u < 16; u++)
-            if (64 * u < nb) blk_regs_put(out + k * 1024 + u * 64, nb - 64 * u, relabel, lx, v[u]);
+        for (int u = 0; u < 16; u++) {
+            if (to_blocked && 64 * u < nb)
+                blk_regs_put(out + k * 1024 + u * 64, nb - 64 * u, relabel, lx, v[u]);
+            else if (!to_blocked && u < rv)
+                _mm512_mask_storeu_epi8(out + u * rs + 64 * k, m, v[u]);
+        }
     }
 }
 
-BLK_REGS_TARGET
-static void blk_to_plain_vid(const blk_t* b, const char* src, char* rows, int64_t ros,
-                             int64_t rv, int64_t cv, int64_t C) {
-    const int relabel = b->il * b->esize != 4;
-    const __m512i lx = _mm512_loadu_si512((const void*)b->lx[1]);
-    if (cv > C) cv = C;
-    for (int64_t k = 0; 64 * k < cv; k++) {
-        const __mmask64 m = blk_regs_mask(cv - 64 * k);
-        const int64_t nb = 16 * (C - 64 * k) < 1024 ? 16 * (C - 64 * k) : 1024;
-        __m512i v[16];
-        for (int u = 0; u < 16; u++)
-            v[u] = 64 * u < nb ? blk_regs_get(src + k * 1024 + u * 64, nb - 64 * u, relabel, lx)
-                               : _mm512_setzero_si512();
-        tr16x16((__m512*)v);
-        for (int r = 0; r < 16; r++)
-            if (r < rv) _mm512_mask_storeu_epi8(rows + r * ros + 64 * k, m, v[r]);
+/* CALL(K) for the block's count of registers a segment row, a constant in each */
+#define BLK_REGS_BY_K(vk, CALL)                                                             \
+    switch (vk) {                                                                           \
+    case 1: CALL(1); break;                                                                 \
+    case 2: CALL(2); break;                                                                 \
+    case 3: CALL(3); break;                                                                 \
+    case 4: CALL(4); break;                                                                 \
+    default: CALL(5); break;                                                                \
     }
-}
 
 /* the block, a segment of vw columns at a time (a segment past cv is all padding) */
 BLK_REGS_TARGET
 static void blk_to_blocked_regs(const blk_t* b, const char* rows, char* out, int64_t rv,
                                 int64_t cv, char* T) {
-    const int64_t W = b->vw, e = b->esize;
+    const int64_t e = b->esize;
     if (b->vid) {
-        blk_to_blocked_vid(b, rows, out, rv, cv * e, b->C * e, b->rs * e);
+        blk_regs_identity(b, rows, out, b->rs * e, rv, cv * e, b->C * e, 1);
         return;
     }
-    for (int64_t c = 0; c < b->C; c += W) {
-        const char* r = rows + c * e;
-        char* o = out + c * 16 * e;
-        const int64_t n = cv - c;
-        switch (b->vk) {
-        case 1: blk_to_blocked_regs_k(b, 1, r, o, rv, n, T); break;
-        case 2: blk_to_blocked_regs_k(b, 2, r, o, rv, n, T); break;
-        case 3: blk_to_blocked_regs_k(b, 3, r, o, rv, n, T); break;
-        case 4: blk_to_blocked_regs_k(b, 4, r, o, rv, n, T); break;
-        default: blk_to_blocked_regs_k(b, 5, r, o, rv, n, T); break;
-        }
+    for (int64_t c = 0; c < b->C; c += b->vw) {
+#define BLK_CALL(K) blk_to_blocked_regs_k(b, K, rows + c * e, out + c * 16 * e, rv, cv - c, T)
+        BLK_REGS_BY_K(b->vk, BLK_CALL)
+#undef BLK_CALL
     }
 }
 
 BLK_REGS_TARGET
 static void blk_to_plain_regs(const blk_t* b, const char* src, char* rows, int64_t ros,
                               int64_t rv, int64_t cv, char* T) {
-    const int64_t W = b->vw, e = b->esize;
+    const int64_t e = b->esize;
     if (b->vid) {
-        blk_to_plain_vid(b, src, rows, ros * e, rv, cv * e, b->C * e);
+        blk_regs_identity(b, src, rows, ros * e, rv, cv * e, b->C * e, 0);
         return;
     }
-    for (int64_t c = 0; c < cv; c += W) {
-        const char* i = src + c * 16 * e;
-        char* r = rows + c * e;
-        const int64_t n = cv - c;
-        switch (b->vk) {
-        case 1: blk_to_plain_regs_k(b, 1, i, r, ros, rv, n, T); break;
-        case 2: blk_to_plain_regs_k(b, 2, i, r, ros, rv, n, T); break;
-        case 3: blk_to_plain_regs_k(b, 3, i, r, ros, rv, n, T); break;
-        case 4: blk_to_plain_regs_k(b, 4, i, r, ros, rv, n, T); break;
-        default: blk_to_plain_regs_k(b, 5, i, r, ros, rv, n, T); break;
-        }
+    for (int64_t c = 0; c < cv; c += b->vw) {
+#define BLK_CALL(K) blk_to_plain_regs_k(b, K, src + c * 16 * e, rows + c * e, ros, rv, cv - c, T)
+        BLK_REGS_BY_K(b->vk, BLK_CALL)
+#undef BLK_CALL
     }
 }
 

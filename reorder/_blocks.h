@@ -38,6 +38,9 @@
 #define REORDER_BLK_X86 1
 #include <immintrin.h>
 #include "_transpose_avx2.h"
+#ifndef REORDER_TR16_ALWAYS_INLINE
+#define REORDER_TR16_ALWAYS_INLINE 1     /* _transpose_avx512.h: the move kernels' many sites */
+#endif
 #include "_transpose_avx512.h"
 #else
 #define REORDER_BLK_X86 0
@@ -855,9 +858,8 @@ BLK_REGS_INLINE void blk_to_plain_regs_k(const blk_t* b, const int K, const char
 /* The identity map (activations): the rows are the scratch rows, each chunk straight from
  * them into the transposes (to the blocked side) or from the transposes into them (back);
  * C and cv in bytes, rs the rows' stride in bytes. */
-BLK_REGS_TARGET
-static void blk_regs_identity(const blk_t* b, const char* in, char* out, int64_t rs, int64_t rv,
-                              int64_t cv, int64_t C, int to_blocked) {
+BLK_REGS_INLINE void blk_regs_identity_dir(const blk_t* b, const char* in, char* out, int64_t rs,
+                                           int64_t rv, int64_t cv, int64_t C, const int to_blocked) {
     const int relabel = b->il * b->esize != 4;
     const __m512i lx = _mm512_loadu_si512((const void*)b->lx[to_blocked ? 0 : 1]);
     if (cv > C) cv = C;
@@ -880,6 +882,13 @@ static void blk_regs_identity(const blk_t* b, const char* in, char* out, int64_t
                 _mm512_mask_storeu_epi8(out + u * rs + 64 * k, m, v[u]);
         }
     }
+}
+
+BLK_REGS_TARGET
+static void blk_regs_identity(const blk_t* b, const char* in, char* out, int64_t rs, int64_t rv,
+                              int64_t cv, int64_t C, int to_blocked) {
+    if (to_blocked) blk_regs_identity_dir(b, in, out, rs, rv, cv, C, 1);
+    else blk_regs_identity_dir(b, in, out, rs, rv, cv, C, 0);
 }
 
 /* CALL(K) for the block's count of registers a segment row, a constant in each */

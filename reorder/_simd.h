@@ -22,6 +22,9 @@
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define REORDER_X86 1
 #include <immintrin.h>
+#ifndef REORDER_TR16_ALWAYS_INLINE
+#define REORDER_TR16_ALWAYS_INLINE 1     /* _transpose_avx512.h: the move kernels' many sites */
+#endif
 #include "_transpose_avx512.h"
 #include "_transpose_avx2.h"
 #else

@@ -11,8 +11,17 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+/* The move kernels call tr16x16 from many sites (the tiles, the block kernel's stages): past
+ * some count gcc keeps one copy out of line, whose 16 registers then pass through memory
+ * (22% of a 7x7 block's time). Their module asks for it inline everywhere. */
+#ifdef REORDER_TR16_ALWAYS_INLINE
+#define REORDER_TR16_INLINE inline __attribute__((always_inline))
+#else
+#define REORDER_TR16_INLINE inline
+#endif
+
 __attribute__((target("avx512f")))
-static inline void tr16x16(__m512 r[16]) {
+static REORDER_TR16_INLINE void tr16x16(__m512 r[16]) {
     __m512 t[16], u[16];
     for (int i = 0; i < 8; i++) {
         t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);

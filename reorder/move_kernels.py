@@ -172,10 +172,11 @@ class BlockKernel(Kernel):
     densest prefix of the blocked side's strides that parses as [jl][r][columns...], where the
     columns (jl included) form one contiguous run on the plain side and r is the row node."""
     name = "blocks"
-    why = ("weights blocked in two dims (OIhw16i16o, OIhw4i16o4i, ...), and byte activations "
-           "of small planes blocked by 16 channels: each O block x I block x spatial block (or "
-           "16 channels x a plane) goes through an L1 scratch with register transposes and "
-           "leaves with whole contiguous stores; padding written (or skipped) per block")
+    why = ("weights blocked in two dims (OIhw16i16o, OIhw4i16o4i, ...), and 1- and 2-byte "
+           "activations of small planes blocked by 16 channels: each O block x I block x "
+           "spatial block (or 16 channels x a plane) goes through an L1 scratch with register "
+           "transposes and leaves with whole contiguous stores; padding written (or skipped) "
+           "per block")
 
     @staticmethod
     def _parse(nodes, block, to_blocked, checked):
@@ -241,7 +242,8 @@ class BlockKernel(Kernel):
         for to_blocked in (True, False):
             blocked = prob.dst if to_blocked else prob.src
             # weights: two dims blocked on the blocked side; activations (one) only where
-            # their 16-row blocks of bytes move in registers and the planes are small
+            # their 16-row blocks of 1- or 2-byte elements move in registers and the planes
+            # are small
             activations = sum(blocked.block_size(d) > 1 for d in range(blocked.ndim)) < 2
             if activations and not (prob.itemsize <= 2 and "avx512" in _kernels.block_paths()):
                 continue

@@ -58,7 +58,7 @@ typedef struct {
      * back ([1]), set by blk_prepare; ix_bytes is 0 where they do not apply */
     int ix_bytes;
     uint8_t ix[2][128];
-    /* 1- and 2-byte elements, R = 16, il * esize at most 4, and the columns in segments of
+    /* 1- and 2-byte elements, R = 16, il * esize at most 8, and the columns in segments of
      * vw (a multiple of il, at most 320 bytes) that q permutes alike, each within itself: the
      * block moves a segment at a time in registers (blk_*_regs), set by blk_prepare; vk = 0
      * where it does not, else the segment's count of 64-byte registers.
@@ -99,8 +99,9 @@ static void blk_prepare_regs(blk_t* b) {
     const int64_t C = b->C, il = b->il, e = b->esize;
     int64_t W = 0;
     b->vk = b->vw = 0;
-    /* a dword holds 4 / e elements of a row, and il of them at most interleave */
-    if ((e != 1 && e != 2) || b->R != 16 || (il != 1 && il != 2 && il != 4) || il * e > 4)
+    /* a dword holds 4 / e elements of a row, and il of them at most interleave (or two
+     * dwords: 4i16o4i words) */
+    if ((e != 1 && e != 2) || b->R != 16 || (il != 1 && il != 2 && il != 4))
         return;
     /* of the segments of columns that every segment permutes alike, within itself, the one
      * of the fewest shuffles a column: a row's permute per 64 bytes (1 from one or two
@@ -123,8 +124,9 @@ static void blk_prepare_regs(blk_t* b) {
     b->vid = 1;
     for (int64_t c = 0; c < W; c++) b->vid &= b->q[c] == c;
     /* 2-byte rows that need both the permutes and a relabel (OIhw16i16o) measured level
-     * with the AVX2 tiles: only 8i16o2i weights and the identity (activations) take it */
-    if (e == 2 && il * e != 4 && !b->vid) return;
+     * with the AVX2 tiles: 8i16o2i and 4i16o4i weights and the identity (activations) take
+     * it; 4i16o4i's pairs of dwords are not an activation's */
+    if ((e == 2 && il == 1 && !b->vid) || (il * e == 8 && b->vid)) return;
     b->vw = W;
     b->vk = (W * e + 63) / 64;
     memset(b->rx, 0, sizeof b->rx);
@@ -137,7 +139,7 @@ static void blk_prepare_regs(blk_t* b) {
             b->rx[1][cb / 64][qb / 128][cb % 64] = (uint8_t)(qb & 127);
             if (qb >= 128) b->rm[1][cb / 64][qb / 128 - 1] |= 1ULL << (cb % 64);
         }
-    for (int64_t r = 0; r < 16; r++)
+    for (int64_t r = 0; r < 16 && il * e <= 4; r++)
         for (int64_t j = 0; j < 4 / e; j++)
             for (int64_t x = 0; x < e; x++) {
                 const int64_t dw = r * 4 + j * e + x;
@@ -671,7 +673,8 @@ static int blk_interleave4_avx512(const blk_t* b, const char* in, char* out, int
  * 64 bytes; none where the column map is the identity: activations); then a 16 x 16 dword
  * transpose across the rows turns 64 bytes of scratch order, 16 scratch rows, into groups of
  * [r][a dword of scratch rows], which is the 4i16o4i order of bytes and the 8i16o2i order of
- * words (other il: one more byte permute a register). The rows' chunks wait in T between the
+ * words (other il: one more byte permute a register; 4i16o4i words: pairs of registers
+ * interleaved dword by dword, blk_regs_pair_out). The rows' chunks wait in T between the
  * two stages, as whole registers, so the loads forward from the stores.
  * A chunk of at most 4 dwords (3x3 blocks end with one) takes an in-lane 4 x 4 transpose
  * of four registers of four rows each in place of the 16 x 16; going to the blocked side
@@ -718,6 +721,28 @@ static inline __mmask64 blk_regs_mask(int64_t n) {
 }
 
 
+/* The relabel of a block's transposed registers: 0 none (4i16o4i bytes, 8i16o2i words), 1 a
+ * byte permute a register (lx), 2 pairs of registers, each a dword of 16 rows, interleaved
+ * dword by dword into 16 [r][2 dwords] (4i16o4i words) and back. */
+static inline int blk_regs_relabel(const blk_t* b) {
+    return b->il * b->esize == 8 ? 2 : b->il * b->esize != 4;
+}
+
+BLK_REGS_INLINE void blk_regs_pair_out(char* o, __m512i a, __m512i c) {
+    const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    _mm512_storeu_si512((void*)o, _mm512_permutex2var_epi32(a, lo, c));
+    _mm512_storeu_si512((void*)(o + 64), _mm512_permutex2var_epi32(a, hi, c));
+}
+
+BLK_REGS_INLINE void blk_regs_pair_in(const char* in, __m512i* a, __m512i* c) {
+    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i x = _mm512_loadu_si512((const void*)in), y = _mm512_loadu_si512((const void*)(in + 64));
+    *a = _mm512_permutex2var_epi32(x, ev, y);
+    *c = _mm512_permutex2var_epi32(x, od, y);
+}
+
 /* one blocked register, n of its bytes (n < 64: a segment's last, part of it past C) */
 BLK_REGS_INLINE void blk_regs_put(char* o, int64_t n, int relabel, __m512i lx, __m512i v) {
     if (relabel) v = _mm512_permutexvar_epi8(lx, v);
@@ -735,6 +760,11 @@ BLK_REGS_INLINE void blk_regs_chunk_out(const char* t, char* o, int64_t nb, int 
     __m512i v[16];
     for (int r = 0; r < 16; r++) v[r] = _mm512_load_si512((const void*)(t + r * 64));
     tr16x16((__m512*)v);
+    if (relabel == 2) {         /* (nb a multiple of 128: whole pairs) */
+        for (int u = 0; u < 16; u += 2)
+            if (64 * u < nb) blk_regs_pair_out(o + u * 64, v[u], v[u + 1]);
+        return;
+    }
     for (int u = 0; u < 16; u++)
         if (64 * u < nb) blk_regs_put(o + u * 64, nb - 64 * u, relabel, lx, v[u]);
 }
@@ -745,6 +775,10 @@ BLK_REGS_INLINE void blk_regs_chunk_in(const char* in, char* t, int64_t nb, int 
     if (nb == 1024) {
         /* a whole chunk, as most are: no bounds to test */
         for (int u = 0; u < 16; u++) {
+            if (relabel == 2) {
+                if (u % 2 == 0) blk_regs_pair_in(in + u * 64, &v[u], &v[u + 1]);
+                continue;
+            }
             const __m512i x = _mm512_loadu_si512((const void*)(in + u * 64));
             v[u] = relabel ? _mm512_permutexvar_epi8(lx, x) : x;
         }
@@ -752,8 +786,15 @@ BLK_REGS_INLINE void blk_regs_chunk_in(const char* in, char* t, int64_t nb, int 
         for (int r = 0; r < 16; r++) _mm512_store_si512((void*)(t + r * 64), v[r]);
         return;
     }
-    for (int u = 0; u < 16; u++)
+    for (int u = 0; u < 16; u++) {
+        if (relabel == 2) {
+            if (u % 2) continue;
+            if (64 * u < nb) blk_regs_pair_in(in + u * 64, &v[u], &v[u + 1]);
+            else v[u] = v[u + 1] = _mm512_setzero_si512();
+            continue;
+        }
         v[u] = 64 * u < nb ? blk_regs_get(in + u * 64, nb - 64 * u, relabel, lx) : _mm512_setzero_si512();
+    }
     if (nb <= 256) {
         blk_inlane4(v);
         for (int l = 0; l < 4; l++) {
@@ -784,7 +825,7 @@ BLK_REGS_INLINE int64_t blk_regs_segment(const blk_t* b, int dir, const int K, i
 BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const char* rows,
                                            char* out, int64_t rv, int64_t cv, char* T) {
     const int64_t e = b->esize, C = b->vw * e, rs = b->rs * e;
-    const int relabel = b->il * e != 4;
+    const int relabel = blk_regs_relabel(b);
     blk_regs_ix x;
     __mmask64 lm[5];
     __m512i s[5];
@@ -821,8 +862,10 @@ BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const ch
         const int64_t nb = 16 * (C - 64 * (K - 1));
         char* o = out + (K - 1) * 16 * 64;
         blk_inlane4(w);
-        for (int u = 0; u < 4; u++)
-            if (64 * u < nb) blk_regs_put(o + u * 64, nb - 64 * u, relabel, lx, w[u]);
+        for (int u = 0; u < 4; u++) {
+            if (relabel == 2 && u % 2 == 0 && 64 * u < nb) blk_regs_pair_out(o + u * 64, w[u], w[u + 1]);
+            else if (relabel != 2 && 64 * u < nb) blk_regs_put(o + u * 64, nb - 64 * u, relabel, lx, w[u]);
+        }
     }
 }
 
@@ -830,7 +873,7 @@ BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const ch
 BLK_REGS_INLINE void blk_to_plain_regs_k(const blk_t* b, const int K, const char* src, char* rows,
                                          int64_t ros, int64_t rv, int64_t cv, char* T) {
     const int64_t e = b->esize, C = b->vw * e;
-    const int relabel = b->il * e != 4;
+    const int relabel = blk_regs_relabel(b);
     const __m512i lx = _mm512_loadu_si512((const void*)b->lx[1]);
     ros *= e;
     for (int k = 0; k < K; k++) {
@@ -860,7 +903,7 @@ BLK_REGS_INLINE void blk_to_plain_regs_k(const blk_t* b, const int K, const char
  * C and cv in bytes, rs the rows' stride in bytes. */
 BLK_REGS_INLINE void blk_regs_identity_dir(const blk_t* b, const char* in, char* out, int64_t rs,
                                            int64_t rv, int64_t cv, int64_t C, const int to_blocked) {
-    const int relabel = b->il * b->esize != 4;
+    const int relabel = blk_regs_relabel(b);
     const __m512i lx = _mm512_loadu_si512((const void*)b->lx[to_blocked ? 0 : 1]);
     if (cv > C) cv = C;
     for (int64_t k = 0; 64 * k < (to_blocked ? C : cv); k++) {

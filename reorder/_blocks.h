@@ -124,9 +124,9 @@ static void blk_prepare_regs(blk_t* b) {
     b->vid = 1;
     for (int64_t c = 0; c < W; c++) b->vid &= b->q[c] == c;
     /* 2-byte rows that need both the permutes and a relabel (OIhw16i16o) measured level
-     * with the AVX2 tiles: 8i16o2i and 4i16o4i weights and the identity (activations) take
-     * it; 4i16o4i's pairs of dwords are not an activation's */
-    if ((e == 2 && il == 1 && !b->vid) || (il * e == 8 && b->vid)) return;
+     * with the AVX2 tiles: 8i16o2i and 4i16o4i weights and the identity (activations, 1x1
+     * weights) take it */
+    if (e == 2 && il == 1 && !b->vid) return;
     b->vw = W;
     b->vk = (W * e + 63) / 64;
     memset(b->rx, 0, sizeof b->rx);
@@ -913,13 +913,19 @@ BLK_REGS_INLINE void blk_regs_identity_dir(const blk_t* b, const char* in, char*
         for (int u = 0; u < 16; u++) {
             if (to_blocked)
                 v[u] = u < rv ? _mm512_maskz_loadu_epi8(m, in + u * rs + 64 * k) : _mm512_setzero_si512();
-            else
+            else if (relabel == 2 && u % 2 == 0 && 64 * u < nb)    /* (nb: whole pairs) */
+                blk_regs_pair_in(in + k * 1024 + u * 64, &v[u], &v[u + 1]);
+            else if (relabel == 2 && u % 2 == 0)
+                v[u] = v[u + 1] = _mm512_setzero_si512();
+            else if (relabel != 2)
                 v[u] = 64 * u < nb ? blk_regs_get(in + k * 1024 + u * 64, nb - 64 * u, relabel, lx)
                                    : _mm512_setzero_si512();
         }
         tr16x16((__m512*)v);
         for (int u = 0; u < 16; u++) {
-            if (to_blocked && 64 * u < nb)
+            if (to_blocked && relabel == 2 && u % 2 == 0 && 64 * u < nb)
+                blk_regs_pair_out(out + k * 1024 + u * 64, v[u], v[u + 1]);
+            else if (to_blocked && relabel != 2 && 64 * u < nb)
                 blk_regs_put(out + k * 1024 + u * 64, nb - 64 * u, relabel, lx, v[u]);
             else if (!to_blocked && u < rv)
                 _mm512_mask_storeu_epi8(out + u * rs + 64 * k, m, v[u]);

@@ -23,10 +23,10 @@
  * simd = 1 takes the AVX2 paths where the shape has them (R a multiple of 4 for 8-byte
  * elements, of 8 or 16 for the others; il 1, 2 or 4); simd = 2 also takes the AVX-512 byte
  * permutes for the il = 4 interleave of 16- and 32-byte rows, 16 x 16 tiles and an AVX-512
- * il = 4 interleave for 4-byte elements where R is a multiple of 16, and moves 1-byte blocks of 16
- * rows of at most 256 bytes whole in registers (blk_to_blocked_regs: no tiles, no
- * interleave pass); everything else, and simd = 0, runs portable loops that write the same
- * bytes.
+ * il = 4 interleave for 4-byte elements where R is a multiple of 16, and moves blocks of 16
+ * rows of 1- and 2-byte elements in registers, a segment of columns at a time (the register
+ * path, below: no tiles, no interleave pass); everything else, and simd = 0, runs portable
+ * loops that write the same bytes.
  */
 #ifndef REORDER_BLOCKS_H
 #define REORDER_BLOCKS_H
@@ -719,7 +719,6 @@ BLK_REGS_INLINE __m512i blk_regs_permute(const blk_regs_ix* x, const int K, int 
 static inline __mmask64 blk_regs_mask(int64_t n) {
     return n >= 64 ? ~(__mmask64)0 : n <= 0 ? 0 : (((__mmask64)1 << n) - 1);
 }
-
 
 /* The relabel of a block's transposed registers: 0 none (4i16o4i bytes, 8i16o2i words), 1 a
  * byte permute a register (lx), 2 pairs of registers, each a dword of 16 rows, interleaved

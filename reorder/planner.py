@@ -5,8 +5,8 @@ normalised problem prepares a runner. The conversion kernel comes first and take
 problems with conversion attributes; the block kernel comes before transpose and takes weights
 blocked in two dims (OIhw16i16o, OIhw4i16o4i) whose blocks fit its scratch, and, where the CPU
 has AVX-512 VBMI, 1- and 2-byte activations of small planes blocked by 16 channels; the generic
-kernel accepts everything, so every valid pair has a plan. Blockings that do not nest (48c against 32c) are planned as two steps through
-the plain layout, and a conversion across layouts that only the strided walk could take (19
+kernel accepts everything, so every valid pair has a plan. Blockings that do not nest (48c
+against 32c) are planned as two steps through the plain layout, and a conversion across layouts that only the strided walk could take (19
 channels, nchw -> nhwc, into s8) as a move and a conversion on an unchanged layout (a
 narrowing conversion first, so that the move carries the narrower type).
 """

@@ -754,46 +754,48 @@ BLK_REGS_INLINE __m512i blk_regs_get(const char* in, int64_t n, int relabel, __m
     return relabel ? _mm512_permutexvar_epi8(lx, v) : v;
 }
 
+/* transposed registers v[0..n) -> their nb bytes of the blocked block at o, relabelled
+ * (nb: whole pairs for relabel 2) */
+BLK_REGS_INLINE void blk_regs_store(char* o, int64_t nb, int relabel, __m512i lx, const __m512i* v,
+                                    const int n) {
+    for (int u = 0; u < n; u++) {
+        if (64 * u >= nb) break;
+        if (relabel != 2) blk_regs_put(o + u * 64, nb - 64 * u, relabel, lx, v[u]);
+        else if (u % 2 == 0) blk_regs_pair_out(o + u * 64, v[u], v[u + 1]);
+    }
+}
+
+/* nb bytes of the blocked block at in -> transposed registers v[0..16), zeros past nb */
+BLK_REGS_INLINE void blk_regs_load(const char* in, int64_t nb, int relabel, __m512i lx, __m512i* v) {
+    for (int u = 0; u < 16; u++) {
+        if (relabel != 2)
+            v[u] = 64 * u < nb ? blk_regs_get(in + u * 64, nb - 64 * u, relabel, lx) : _mm512_setzero_si512();
+        else if (u % 2 == 0 && 64 * u < nb)
+            blk_regs_pair_in(in + u * 64, &v[u], &v[u + 1]);
+        else if (u % 2 == 0)
+            v[u] = v[u + 1] = _mm512_setzero_si512();
+    }
+}
+
 /* the chunk at t (16 rows 64 bytes apart) -> its nb bytes of the blocked block at o */
 BLK_REGS_INLINE void blk_regs_chunk_out(const char* t, char* o, int64_t nb, int relabel, __m512i lx) {
     __m512i v[16];
     for (int r = 0; r < 16; r++) v[r] = _mm512_load_si512((const void*)(t + r * 64));
     tr16x16((__m512*)v);
-    if (relabel == 2) {         /* (nb a multiple of 128: whole pairs) */
-        for (int u = 0; u < 16; u += 2)
-            if (64 * u < nb) blk_regs_pair_out(o + u * 64, v[u], v[u + 1]);
-        return;
-    }
-    for (int u = 0; u < 16; u++)
-        if (64 * u < nb) blk_regs_put(o + u * 64, nb - 64 * u, relabel, lx, v[u]);
+    blk_regs_store(o, nb, relabel, lx, v, 16);
 }
 
 /* nb bytes of the blocked block at in -> the chunk's 16 rows at t */
 BLK_REGS_INLINE void blk_regs_chunk_in(const char* in, char* t, int64_t nb, int relabel, __m512i lx) {
     __m512i v[16];
     if (nb == 1024) {
-        /* a whole chunk, as most are: no bounds to test */
-        for (int u = 0; u < 16; u++) {
-            if (relabel == 2) {
-                if (u % 2 == 0) blk_regs_pair_in(in + u * 64, &v[u], &v[u + 1]);
-                continue;
-            }
-            const __m512i x = _mm512_loadu_si512((const void*)(in + u * 64));
-            v[u] = relabel ? _mm512_permutexvar_epi8(lx, x) : x;
-        }
+        /* a whole chunk, as most are: no bounds to test (the constant folds them away) */
+        blk_regs_load(in, 1024, relabel, lx, v);
         tr16x16((__m512*)v);
         for (int r = 0; r < 16; r++) _mm512_store_si512((void*)(t + r * 64), v[r]);
         return;
     }
-    for (int u = 0; u < 16; u++) {
-        if (relabel == 2) {
-            if (u % 2) continue;
-            if (64 * u < nb) blk_regs_pair_in(in + u * 64, &v[u], &v[u + 1]);
-            else v[u] = v[u + 1] = _mm512_setzero_si512();
-            continue;
-        }
-        v[u] = 64 * u < nb ? blk_regs_get(in + u * 64, nb - 64 * u, relabel, lx) : _mm512_setzero_si512();
-    }
+    blk_regs_load(in, nb, relabel, lx, v);
     if (nb <= 256) {
         blk_inlane4(v);
         for (int l = 0; l < 4; l++) {
@@ -861,10 +863,7 @@ BLK_REGS_INLINE void blk_to_blocked_regs_k(const blk_t* b, const int K, const ch
         const int64_t nb = 16 * (C - 64 * (K - 1));
         char* o = out + (K - 1) * 16 * 64;
         blk_inlane4(w);
-        for (int u = 0; u < 4; u++) {
-            if (relabel == 2 && u % 2 == 0 && 64 * u < nb) blk_regs_pair_out(o + u * 64, w[u], w[u + 1]);
-            else if (relabel != 2 && 64 * u < nb) blk_regs_put(o + u * 64, nb - 64 * u, relabel, lx, w[u]);
-        }
+        blk_regs_store(o, nb, relabel, lx, w, 4);
     }
 }
 
@@ -909,26 +908,16 @@ BLK_REGS_INLINE void blk_regs_identity_dir(const blk_t* b, const char* in, char*
         const __mmask64 m = blk_regs_mask(cv - 64 * k);
         const int64_t nb = 16 * (C - 64 * k) < 1024 ? 16 * (C - 64 * k) : 1024;
         __m512i v[16];
-        for (int u = 0; u < 16; u++) {
-            if (to_blocked)
-                v[u] = u < rv ? _mm512_maskz_loadu_epi8(m, in + u * rs + 64 * k) : _mm512_setzero_si512();
-            else if (relabel == 2 && u % 2 == 0 && 64 * u < nb)    /* (nb: whole pairs) */
-                blk_regs_pair_in(in + k * 1024 + u * 64, &v[u], &v[u + 1]);
-            else if (relabel == 2 && u % 2 == 0)
-                v[u] = v[u + 1] = _mm512_setzero_si512();
-            else if (relabel != 2)
-                v[u] = 64 * u < nb ? blk_regs_get(in + k * 1024 + u * 64, nb - 64 * u, relabel, lx)
-                                   : _mm512_setzero_si512();
-        }
+        if (to_blocked)
+            for (int r = 0; r < 16; r++)
+                v[r] = r < rv ? _mm512_maskz_loadu_epi8(m, in + r * rs + 64 * k) : _mm512_setzero_si512();
+        else
+            blk_regs_load(in + k * 1024, nb, relabel, lx, v);
         tr16x16((__m512*)v);
-        for (int u = 0; u < 16; u++) {
-            if (to_blocked && relabel == 2 && u % 2 == 0 && 64 * u < nb)
-                blk_regs_pair_out(out + k * 1024 + u * 64, v[u], v[u + 1]);
-            else if (to_blocked && relabel != 2 && 64 * u < nb)
-                blk_regs_put(out + k * 1024 + u * 64, nb - 64 * u, relabel, lx, v[u]);
-            else if (!to_blocked && u < rv)
-                _mm512_mask_storeu_epi8(out + u * rs + 64 * k, m, v[u]);
-        }
+        if (to_blocked)
+            blk_regs_store(out + k * 1024, nb, relabel, lx, v, 16);
+        else
+            for (int r = 0; r < 16 && r < rv; r++) _mm512_mask_storeu_epi8(out + r * rs + 64 * k, m, v[r]);
     }
 }
 

@@ -134,7 +134,7 @@ directives = dict(language_level=3, boundscheck=debug, wraparound=debug, initial
 opt = ["/O2"] if os.name == "nt" else ["-O3", "-g0"]
 # The headers each module includes, so an edit to one rebuilds its module.
 headers = ["reorder/_blocks.h", "reorder/_cpu.h", "reorder/_simd.h", "reorder/_tiles_narrow.h",
-           "reorder/_tiles_narrow512.h", "reorder/_tiles_few.h",
+           "reorder/_tiles_narrow512.h", "reorder/_tiles_few.h", "reorder/_interleave.h",
            "reorder/_transpose_avx2.h", "reorder/_transpose_avx512.h"]
 extensions = [
     # Conversions must round exactly as written: no a*b+c contraction into FMA.

@@ -771,3 +771,114 @@ cdef class Blocks:
                 for t in prange(nchunks, num_threads=nchunks, schedule="static"):
                     _blocks_items(<const char*>src, <char*>dst, &self.p, &self.b, &self.D,
                                   items * t // nchunks, items * (t + 1) // nchunks, nt, simd)
+
+
+# ---------------------------------------------------------------------------------------------
+# interleave: rows of pixels with a few channels side by side <-> one plane a channel (nhwc <->
+# nchw of images), permuted in registers (_interleave.h). Work items are (outer position,
+# slice of the row), split statically over the threads.
+
+cdef extern from "_interleave.h" nogil:
+    enum: ILV_MAX_C
+    ctypedef struct ilv_t:
+        int C, esize, to_planes
+        int64_t ps
+    void ilv_prepare(ilv_t*, int, int, int, int64_t)
+    int ilv_have_avx512(int)
+    void ilv_row(const ilv_t*, const char*, char*, int64_t, int, int)
+
+
+# the most channels the interleave kernel's tables hold
+INTERLEAVE_MAX_CHANNELS = ILV_MAX_C
+
+
+cdef int _interleave_simd() noexcept nogil:
+    """1: the AVX-512 permutes (where the CPU has them for the element size) while the tiles
+    are 512 bits wide under set_simd; 0: the portable loop."""
+    return 0 if reorder_simd_disabled or reorder_tile_bits != 512 else 1
+
+
+def interleave_paths(int itemsize):
+    """The paths the interleave kernel can take on this CPU for an element size, for tests
+    and the planner."""
+    return ["avx512"] if ilv_have_avx512(itemsize) else []
+
+
+cdef void _interleave_items(const char* src, char* dst, const NodeList* p, const ilv_t* t,
+                            int64_t n, int64_t piece, int64_t pieces, int64_t lo, int64_t hi,
+                            int nt, int simd) noexcept nogil:
+    cdef Walk w
+    cdef int64_t item, pos = lo // pieces, first, m, e = t.esize, C = t.C
+    walk_start(p, &w, pos)
+    for item in range(lo, hi):
+        if item // pieces != pos:
+            pos += 1
+            walk_next(p, &w)
+        first = (item % pieces) * piece
+        m = n - first if n - first < piece else piece
+        if t.to_planes:
+            ilv_row(t, src + (w.so + first * C) * e, dst + (w.do + first) * e, m, simd, nt)
+        else:
+            ilv_row(t, src + (w.so + first) * e, dst + (w.do + first * C) * e, m, simd, nt)
+    if nt:
+        reorder_sfence()
+
+
+cdef class Interleave:
+    """Interleave kernel, prepared once per plan.
+
+    nodes    -- the outer nodes, one row per position (extent, src stride, dst stride, dim or
+                -1, weight)                                                      # IN
+    shape    -- (C channels, n pixels a row, plane stride of the planar side, to_planes,
+                pixels a work item takes)                                        # IN
+    nt       -- stream (non-temporal) stores                                    # IN
+    The interleaved side holds a row's n * C elements contiguous, channel fastest; the
+    planar side each channel's n pixels contiguous, planes the plane stride apart.
+    """
+    cdef NodeList p
+    cdef ilv_t t
+    cdef int64_t n, piece
+    cdef readonly bint nt       # streaming stores, as the plan decided
+
+    def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[::1] shape, bint nt):
+        _check_itemsize(itemsize)
+        if shape.shape[0] != 5:
+            raise ValueError("interleave shape must be 5 numbers")
+        C, n, ps, to_planes, piece = shape[0], shape[1], shape[2], shape[3], shape[4]
+        if not 2 <= C <= ILV_MAX_C or n < 1 or piece < 1 or to_planes not in (0, 1):
+            raise ValueError(f"bad interleave: {C} channels, rows of {n} pixels, "
+                             f"pieces of {piece}")
+        rows = np.concatenate([np.asarray(nodes).reshape(-1, 5),
+                               np.array([[1, 0, 0, -1, 1]], np.int64)])
+        fill_nodes(&self.p, rows, np.zeros((0, 3), np.int64))
+        ilv_prepare(&self.t, <int>C, itemsize, <int>to_planes, ps)
+        self.n, self.piece = n, piece
+        self.nt = nt
+
+    @property
+    def path(self):
+        """The path this runner takes now (it follows set_simd): 'avx512' or 'portable'."""
+        return "avx512" if _interleave_simd() and ilv_have_avx512(self.t.esize) else "portable"
+
+    @property
+    def channels(self):
+        return self.t.C
+
+    def run(self, uintptr_t src, uintptr_t dst, int nthreads, bint stream=True):
+        """stream=False keeps this call's stores cached where the runner would stream."""
+        cdef int64_t pieces = (self.n + self.piece - 1) // self.piece
+        cdef int64_t items = outer_count(&self.p) * pieces
+        cdef bint nt = self.nt and stream
+        cdef int t, nchunks = nthreads if items >= nthreads else <int>items
+        cdef int simd = _interleave_simd()
+        if items == 0:
+            return
+        with nogil:
+            if nchunks <= 1:
+                _interleave_items(<const char*>src, <char*>dst, &self.p, &self.t, self.n,
+                                  self.piece, pieces, 0, items, nt, simd)
+            else:
+                for t in prange(nchunks, num_threads=nchunks, schedule="static"):
+                    _interleave_items(<const char*>src, <char*>dst, &self.p, &self.t, self.n,
+                                      self.piece, pieces, items * t // nchunks,
+                                      items * (t + 1) // nchunks, nt, simd)

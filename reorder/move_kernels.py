@@ -4,6 +4,8 @@
   copy       innermost node contiguous on both sides, no padding
   blocks     conv weights with small spatial dims: whole (O block x I block x h*w) blocks
              through an L1 scratch
+  interleave rows of pixels with a few channels side by side <-> one plane a channel,
+             permuted in registers
   transpose  A x B tiles with register transposes
   generic    a strided walk; takes every problem
 """
@@ -16,7 +18,7 @@ from . import _kernels, machine
 from .problem import (ALL_THREADS, FAR_PLANE_BYTES, Kernel, far_plane_slice, far_planes,
                       plane_offsets, rows_on_one_offset, slab_lanes)
 
-__all__ = ["CopyKernel", "BlockKernel", "TransposeKernel", "GenericKernel"]
+__all__ = ["CopyKernel", "BlockKernel", "InterleaveKernel", "TransposeKernel", "GenericKernel"]
 
 # Runs shorter than this spread over too many write streams for streaming stores to pay
 # (docs/kernels.md).
@@ -296,6 +298,69 @@ class BlockKernel(Kernel):
 
 _BLOCKS = BlockKernel()
 _COPY_MIN_RUN_BYTES = 64
+
+
+# The most channels whose pixels the interleave kernel takes, by element size and direction
+# (into planes or out of them): beyond them an output register's permutes (one per pair of
+# channels) cost more than the transpose kernel's tiles, as do 16-bit pixels of 8 channels
+# into planes, which the tiles move as 16-byte words (docs/kernels.md, measured on an AMD
+# Zen 5).
+INTERLEAVE_MAX_CHANNELS = {(1, True): 15, (1, False): 15, (2, True): 15, (2, False): 12,
+                           (4, True): 10, (4, False): 6, (8, True): 6, (8, False): 6}
+INTERLEAVE_LEFT_TO_TILES = {(2, True, 8)}
+# Work items of the interleave kernel take rows in pieces of at least this many bytes of the
+# planar side, so that a static split of one image balances the threads.
+_INTERLEAVE_MIN_PIECE_BYTES = 4096
+
+
+class InterleaveKernel(Kernel):
+    """Rows of n pixels with C channels side by side (n * C contiguous elements, channel
+    fastest) <-> C planes of n contiguous pixels each, either way (see _interleave.h)."""
+    name = "interleave"
+    why = ("pixels of a few channels side by side on one side, one plane a channel on the "
+           "other (nhwc <-> nchw of images): 64 bytes of every plane at a time permuted in "
+           "registers to or from the pixels' C registers")
+
+    @staticmethod
+    def _pick(prob):
+        """(channel node, pixel node, to_planes) as node indices, or None."""
+        if prob.attrs is not None or prob.checked or prob.itemsize not in (1, 2, 4, 8) \
+                or not _kernels.interleave_paths(prob.itemsize):
+            return None
+        nodes = prob.nodes
+        for to_planes in (True, False):
+            inner = (lambda nd: nd.ss) if to_planes else (lambda nd: nd.ds)    # interleaved
+            plane = (lambda nd: nd.ds) if to_planes else (lambda nd: nd.ss)    # planar
+            ik = next((i for i, nd in enumerate(nodes) if inner(nd) == 1), None)
+            if ik is None:
+                continue
+            c = nodes[ik].extent
+            if not 2 <= c <= min(INTERLEAVE_MAX_CHANNELS[prob.itemsize, to_planes],
+                                 _kernels.INTERLEAVE_MAX_CHANNELS) \
+                    or (prob.itemsize, to_planes, c) in INTERLEAVE_LEFT_TO_TILES:
+                continue
+            ip = next((i for i, nd in enumerate(nodes) if i != ik and plane(nd) == 1
+                       and inner(nd) == nodes[ik].extent), None)
+            if ip is not None and nodes[ip].extent * prob.itemsize >= 64:
+                return ik, ip, to_planes
+        return None
+
+    def is_usable_for(self, prob):
+        return self._pick(prob) is not None
+
+    def prepare(self, prob, stream_min_bytes):
+        ik, ip, to_planes = self._pick(prob)
+        k, px = prob.nodes[ik], prob.nodes[ip]
+        rest = [nd for i, nd in enumerate(prob.nodes) if i not in (ik, ip)]
+        outer = math.prod(nd.extent for nd in rest)
+        per = -(-16 // outer) if outer < 16 else 1
+        step = max(64, _INTERLEAVE_MIN_PIECE_BYTES) // prob.itemsize
+        piece = px.extent if per == 1 else \
+            min(px.extent, max(step, _round_up(-(-px.extent // per), 64 // prob.itemsize)))
+        shape = np.array([k.extent, px.extent, k.ds if to_planes else k.ss, int(to_planes), piece],
+                         dtype=np.int64)
+        return _kernels.Interleave(prob.itemsize, _node_array(rest).reshape(-1, 5), shape,
+                                   prob.streams(stream_min_bytes))
 
 
 class TransposeKernel(Kernel):

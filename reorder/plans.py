@@ -187,11 +187,13 @@ class Plan:
     def explain(self):
         lines = [repr(self), f"  src: {self.src!r}", f"  dst: {self.dst!r}"]
         if self.via is not None and self.via.tag == self.dst.tag and self.via.dtype != self.dst.dtype:
-            lines.append(f"  the conversion across layouts would take the element walk, so the "
-                         f"data moves into {self.via!r} first and converts there")
+            lines.append(f"  the conversion across layouts runs as a move and a conversion on an "
+                         f"unchanged layout: the data moves into {self.via!r} first and "
+                         f"converts there")
         elif self.via is not None and self.via.tag == self.src.tag and self.via.dtype == self.dst.dtype:
-            lines.append(f"  the conversion across layouts would take the element walk, so it "
-                         f"narrows into {self.via!r} first, and the move carries the narrower type")
+            lines.append(f"  the conversion across layouts runs as a conversion on an unchanged "
+                         f"layout and a move: it narrows into {self.via!r} first, and the move "
+                         f"carries the narrower type")
         elif self.via is not None:
             lines.append(f"  the blockings do not nest, so the data goes through {self.via!r}")
         for st, upto in zip(self.steps, self._stream_upto):

@@ -36,6 +36,16 @@ def transpose_small_byte_planes(monkeypatch, fresh_plans):
                         dict.fromkeys(move_kernels.ACTIVATION_BLOCK_COLUMNS, 0))
 
 
+@pytest.fixture
+def transpose_few_columns(monkeypatch, fresh_plans):
+    """Rows of a few elements against planes (nhwc <-> nchw at 2-15 channels, or planes of
+    2-15 pixels) stay with the transpose kernel, and their conversions with the conversion
+    tiles, as on a CPU without AVX-512, for the tests of those tiles."""
+    from reorder import move_kernels
+    monkeypatch.setattr(move_kernels, "INTERLEAVE_MAX_CHANNELS",
+                        dict.fromkeys(move_kernels.INTERLEAVE_MAX_CHANNELS, 0))
+
+
 @pytest.fixture(params=[True, False], ids=["xeon-tile-rules", "zen-tile-rules"])
 def tile_rules(request, monkeypatch, fresh_plans):
     """machine.TILE_RULES pinned to the rules of the kind they were measured on (True) or of

@@ -233,10 +233,12 @@ LAYOUTS = [
 
 @pytest.fixture(params=[False, True], ids=["planned", "walk"])
 def walk(request, monkeypatch):
-    """True: the planner's move-then-convert for walks across layouts is off, so those
-    layouts run the element walk (the plan caches are emptied around it)."""
+    """True: the planner's move-then-convert for walks (and interleaved pixels) across
+    layouts is off, so those layouts run the element walk (or the conversion tiles; the plan
+    caches are emptied around it)."""
     if request.param:
         monkeypatch.setattr(planner, "_slow_walk", lambda step: False)
+        monkeypatch.setattr(planner, "_interleaved_move", lambda src, dst, nt: False)
     _steps.cache_clear()
     cached_plan.cache_clear()
     yield request.param
@@ -255,7 +257,8 @@ def test_pairs(sdt, ddt, dims, stag, dtag, simd, walk):
     kernel = ro.plan(stag, dtag, dims=dims, src_dtype=sdt, dtype=ddt).kernel
     assert kernel == "convert" if walk else kernel in (
         "convert", "transpose+convert", "generic+convert", "copy+convert", "blocks+convert",
-        "convert+transpose", "convert+generic", "convert+copy", "convert+blocks"), kernel
+        "convert+transpose", "convert+generic", "convert+copy", "convert+blocks",
+        "interleave+convert", "convert+interleave"), kernel
 
 
 # Conversions across layouts that the tiles do not take (fewer than 16 lanes, short runs;
@@ -1286,6 +1289,7 @@ FOUR_SCALES = [
 ]
 
 
+@pytest.mark.usefixtures("transpose_few_columns")
 @pytest.mark.parametrize("sdt,ddt,kw", FOUR_SCALES,
                          ids=[f"{a}-{b}-" + "-".join(kw) for a, b, kw in FOUR_SCALES])
 @pytest.mark.parametrize("dims", [(2, 64, 7, 16), (1, 128, 3, 5)],     # 112 columns; 15: groups
@@ -1425,6 +1429,7 @@ COPIED_TILES = [
 ]
 
 
+@pytest.mark.usefixtures("transpose_few_columns")
 @pytest.mark.parametrize("chunk", [96, None], ids=["ragged-chunks", "plan-chunks"])
 @pytest.mark.parametrize("dims,stag,dtag,sdt,ddt,kw", COPIED_TILES,
                          ids=[f"{'x'.join(map(str, c[0]))}-{c[1]}-{c[3]}-{c[4]}"
@@ -1579,3 +1584,38 @@ def test_cached_tiles_slice_far_dst_rows(dims, stag, sdt, ddt, kw, xeon, other, 
     by_rule = not want and xeon and not p.runners[0].nt
     assert ("B whole a position" in p.explain()) == by_rule, p.explain()
     check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng, fill=0x5A)
+
+
+# Images between nhwc and nchw: where the move alone takes the interleave kernel, the
+# conversion runs as that move and a conversion on an unchanged layout (narrowing first, so
+# the move carries the narrower type; a sum reads dst back, so it stays last), against the
+# reference on every thread count. (dims, src tag, dst tag, src, dst, keywords, kernel)
+IMAGES = [
+    ((2, 3, 19, 23), "acdb", "abcd", "u8", "f32", {"src_scales": 1 / 255}, "interleave+convert"),
+    ((2, 3, 19, 23), "abcd", "acdb", "f32", "u8",
+     {"dst_scales": 1 / 255, "dst_zero_point": 3}, "convert+interleave"),
+    ((1, 4, 16, 40), "acdb", "abcd", "f32", "bf16", {}, "convert+interleave"),
+    ((1, 4, 16, 40), "abcd", "acdb", "bf16", "f32", {}, "interleave+convert"),
+    ((3, 3, 8, 9), "acdb", "abcd", "s8", "f32", {"src_scales": 0.5, "sum_beta": 0.5},
+     "interleave+convert"),
+    ((2, 3, 5, 33), "acdb", "abcd", "f32", "s8", {"dst_scales": 0.1, "sum_beta": 1.0},
+     "interleave+convert"),
+]
+
+
+@pytest.mark.parametrize("dims,stag,dtag,sdt,ddt,kw,kernel", IMAGES,
+                         ids=[f"{c[3]}-{c[4]}-{c[1]}-{c[2]}-{'-'.join(c[5]) or 'plain'}"
+                              for c in IMAGES])
+def test_images_move_then_convert(dims, stag, dtag, sdt, ddt, kw, kernel, simd):
+    from reorder import _kernels
+    rng = np.random.default_rng(zlib.crc32(f"{dims} {stag} {sdt} {ddt}".encode()))
+    sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)
+    src = qr.place(values_for(sdt, math.prod(dims), rng), dims, stag, sdt)
+    before = src.copy()
+    p = cached_plan(sdesc, ddesc, None, make_attrs(**kw), 1 << 62)
+    moved = sdesc.dtype.itemsize if kernel.startswith("interleave") else ddesc.dtype.itemsize
+    if _kernels.interleave_paths(moved):
+        assert p.kernel == kernel, p.explain()
+        assert "a conversion on an unchanged layout" in p.explain()
+    check_plan(p, src, stag, dtag, sdesc, ddesc, kw, rng)
+    np.testing.assert_array_equal(bits(src), bits(before))

@@ -16,7 +16,7 @@ from storage_values import random_storage, sentinel
 
 # the transpose kernel's tiles, also on the small byte planes the block kernel takes where
 # the CPU has AVX-512 VBMI (test_block_kernel.py)
-pytestmark = pytest.mark.usefixtures("transpose_small_byte_planes")
+pytestmark = pytest.mark.usefixtures("transpose_small_byte_planes", "transpose_few_columns")
 
 # (src tag, dst tag, dims): short A (16 rows), long A, ragged columns, padding on either side,
 # B over two src nodes (hw then i16), A over two dst nodes (i4 then o16)

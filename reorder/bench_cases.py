@@ -28,6 +28,10 @@ MOVE_CASES = (
     ("nChw16c->nchw 64x64", (2, 128, 64, 64), "nChw16c", "nchw"),
     ("nhwc->nchw 64x64", (2, 128, 64, 64), "nhwc", "nchw"),
     ("nchw->nhwc 1024c", (8, 1024, 14, 14), "nchw", "nhwc"),
+    # images: pixels of three or four channels side by side <-> planes
+    ("nhwc->nchw RGB", (8, 3, 224, 224), "nhwc", "nchw"),
+    ("nchw->nhwc RGB", (8, 3, 224, 224), "nchw", "nhwc"),
+    ("nhwc->nchw RGBA 1080p", (1, 4, 1080, 1920), "nhwc", "nchw"),
     ("oihw->OIhw16i16o", (512, 512, 3, 3), "oihw", "OIhw16i16o"),
     ("OIhw16i16o->oihw", (512, 512, 3, 3), "OIhw16i16o", "oihw"),
     ("oihw->OIhw4i16o4i padded", (200, 120, 3, 3), "oihw", "OIhw4i16o4i"),

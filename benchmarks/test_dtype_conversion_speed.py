@@ -6,8 +6,9 @@ whose 12544 pixels a plane are more lanes than one tile call takes, and at 8x512
 49 are not a multiple of 16 (the tile's last group overlaps the one before); nhwc -> nchw at
 2x128x64x64, whose f32 planes lie a multiple of 4 KiB apart (built in a scratch and copied
 out a plane at a time; docs/kernels.md); a padded block on an unchanged layout, nChw16c at
-C=19; and nhwc <-> nChw16c, whose runs of 16 channels the conversion walk takes as grids (one
-SIMD call for many runs; docs/int8.md).
+C=19; nhwc <-> nChw16c, whose runs of 16 channels the conversion walk takes as grids (one
+SIMD call for many runs; docs/int8.md); and images of three channels between nhwc and nchw
+(8x3x224x224: u8 -> f32 with a scale is an image's preprocessing).
 
 Targets (medians, ratio to that copy; docs/int8.md): >= 0.8 on an unchanged layout (and at
 least oneDNN 3.2's ratio), >= 0.7 through a layout change."""
@@ -37,7 +38,10 @@ LAYOUTS = [("nchw", "nchw", DIMS), ("nchw", "nhwc", DIMS), ("nhwc", "nchw", DIMS
            ("nchw", "nChw16c", DIMS), ("nChw16c", "nchw", (1, 64, 112, 112)),
            ("nChw16c", "nchw", (8, 512, 7, 7)), ("nChw16c", "nChw16c", (8, 19, 56, 56)),
            ("nhwc", "nchw", (2, 128, 64, 64)),
-           ("nhwc", "nChw16c", DIMS), ("nChw16c", "nhwc", DIMS)]
+           ("nhwc", "nChw16c", DIMS), ("nChw16c", "nhwc", DIMS),
+           # images: three channels side by side <-> planes (a move by the interleave
+           # kernel, then the conversion on an unchanged layout; docs/kernels.md)
+           ("nhwc", "nchw", (8, 3, 224, 224)), ("nchw", "nhwc", (8, 3, 224, 224))]
 
 
 @functools.lru_cache(maxsize=4)      # 26-103 MB each; the cases come grouped by pair

@@ -500,6 +500,10 @@ static inline int tile_few(const void* s, const arows_t* A, int64_t na, void* d,
 static inline void tile_t1(const uint8_t* s, const arows_t* A, int64_t na, uint8_t* d,
                            const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
     if (tile_few(s, A, na, d, rows, bs, nbv, nbw, nt, 1)) return;
+    if (narrow512_on() && narrow512_bytes(A, na, nbw, rows)) {
+        tile_avx512_u8_square(s, A, na, d, rows, bs, nbv, nbw, nt);
+        return;
+    }
     if (narrow256_on()) {
         tile_avx2_u8(s, A, na, d, rows, bs, nbv, nbw, nt);
         return;
@@ -905,6 +909,7 @@ static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int
     }
     int w512 = avx512 && reorder_have_avx512bw() && size == 2 ? narrow512_words(A, na, nt) : 0;
     if (w512) return w512 == 2 ? "avx512 words 32x16" : "avx512 words 16x32";
+    if (size == 1 && narrow512_on() && narrow512_bytes(A, na, nb, rows)) return "avx512 bytes 64x16";
     if (avx2 && size == 1) return narrow_tall(A, na, nb, 1) ? "avx2 bytes 32x16" : "avx2 bytes 16x16";
     if (avx2 && size == 2) return narrow_tall(A, na, nb, 2) ? "avx2 words 16x8" : "avx2 words 16x16";
 #endif

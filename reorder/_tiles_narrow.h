@@ -295,14 +295,18 @@ static void square_u8_grouped(const uint8_t* src, int64_t slo, int64_t na, uint8
     }
 }
 
+/* `uniform` moves the rows uniform_rows finds (square_u8_grouped here, or the AVX-512 one
+   of _tiles_narrow512.h); the rest go through offsets and masks. */
 __attribute__((target("avx2")))
-static void tile_avx2_u8_square(const uint8_t* src, const arows_t* A, int64_t na, uint8_t* dst,
-                                const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
+static void tile_avx2_u8_square_with(uniform_uint8_t_fn uniform, const uint8_t* src,
+                                     const arows_t* A, int64_t na, uint8_t* dst,
+                                     const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw,
+                                     int nt) {
     __m256i r[8];
     int64_t soff[16], off[16];
     uint32_t vm, wm;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)15;
-    int64_t afast = narrow_uniform_uint8_t(square_u8_grouped, 16, src, A, na, dst, rows, bs, bfull,
+    int64_t afast = narrow_uniform_uint8_t(uniform, 16, src, A, na, dst, rows, bs, bfull,
                                              nbv, nbw, nt);
     for (int64_t a0 = afast; a0 < na; a0 += 16) {
         int n = na - a0 < 16 ? (int)(na - a0) : 16;
@@ -324,6 +328,12 @@ static void tile_avx2_u8_square(const uint8_t* src, const arows_t* A, int64_t na
         }
         edge_uint8_t(src, soff, vm, wm, n, a0, dst, rows, bs, bvec, nbv, nbw);
     }
+}
+
+__attribute__((target("avx2")))
+static void tile_avx2_u8_square(const uint8_t* src, const arows_t* A, int64_t na, uint8_t* dst,
+                                const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw, int nt) {
+    tile_avx2_u8_square_with(square_u8_grouped, src, A, na, dst, rows, bs, nbv, nbw, nt);
 }
 
 /* 32 rows x 16 columns: lane k of row register i is tile row 16k + i, so column register j

@@ -9,8 +9,12 @@
  *                adjacent in src), two 16x16 transposes; each dst row gets 32 words, a
  *                whole 64-byte line (nchw -> nhwc, nhwc -> nchw, OIhw16i16o -> oihw).
  *
- * Bytes keep the AVX2 tiles: an AVX-512 byte tile measured no faster on the AMD machine,
- * whose 512-bit shuffles run at half the rate of 256-bit ones (docs/kernels.md).
+ *   bytes 64x16  64 rows of 16 bytes, four a register (lane k: rows 16k..16k+15), a 16 x 16
+ *                byte transpose inside each lane; each dst row gets a whole 64-byte line
+ *                (nchw -> nhwc, 2-D transposes), where A has 64 rows or more and the dst
+ *                rows are whole lines apart. Other byte tiles keep AVX2: a 16 x 16 AVX-512
+ *                byte tile measured no faster on a Zen 4, whose 512-bit shuffles run at half
+ *                the rate of 256-bit ones (docs/kernels.md).
  *
  * Everything ragged is masked, not element-wise: columns past the data load as zeros
  * (masked loads do not fault on masked-off elements), rows without data load nothing, rows
@@ -131,6 +135,74 @@ static void tall_u16_uniform512(const uint16_t* src, int64_t slo, int64_t na, ui
                     _mm512_storeu_si512(d + (2 * j + 1) * dlo, _mm512_shuffle_i64x2(r[j], r[8 + j], 0xEE));
                 }
         }
+}
+
+/* ---- bytes ------------------------------------------------------------------------------ */
+/* 64 rows x 16 columns of bytes, A of 64 rows or more: lane k of row register i is tile row
+ * 16k + i (four 16-byte loads), a 16 x 16 byte transpose inside every lane in four rounds of
+ * unpacks, and column register o then holds column rev4(o) of all 64 rows: one whole 64-byte
+ * line of its dst row (nchw -> nhwc: 64 channels of a pixel). The AVX2 tiles give a dst row
+ * 16 bytes a store, four stores a line (docs/kernels.md). Rows past the last 64 take those. */
+N512_TARGET
+static inline void tr16x16_u8_lanes(__m512i* v) {
+    __m512i t[16];
+    for (int i = 0; i < 8; i++) {
+        t[i] = _mm512_unpacklo_epi8(v[2 * i], v[2 * i + 1]);
+        t[i + 8] = _mm512_unpackhi_epi8(v[2 * i], v[2 * i + 1]);
+    }
+    for (int i = 0; i < 8; i++) {
+        v[i] = _mm512_unpacklo_epi16(t[2 * i], t[2 * i + 1]);
+        v[i + 8] = _mm512_unpackhi_epi16(t[2 * i], t[2 * i + 1]);
+    }
+    for (int i = 0; i < 8; i++) {
+        t[i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+        t[i + 8] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+    }
+    for (int i = 0; i < 8; i++) {
+        v[i] = _mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]);
+        v[i + 8] = _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]);
+    }
+}
+
+N512_TARGET REORDER_ROW_LOOP
+static void lines_u8_uniform512(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
+                                const rows_t* rows, int64_t b0s, int64_t bfull, int nt) {
+    static const int rev4[16] = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
+    const int64_t dlo = rows->dlo;
+    __m512i r[16];
+    int64_t a1 = 0;
+    for (; a1 + 64 <= na; a1 += 64)
+        for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
+            const uint8_t* s = src + a1 * slo + b0;
+            for (int i = 0; i < 16; i++) {
+                __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)(s + i * slo)));
+                v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(s + (16 + i) * slo)), 1);
+                v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(s + (32 + i) * slo)), 2);
+                r[i] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(s + (48 + i) * slo)), 3);
+            }
+            tr16x16_u8_lanes(r);
+            uint8_t* d = dst + (b0s + b0) * dlo + a1;
+            for (int o = 0; o < 16; o++)
+                store_line(d + rev4[o] * dlo, r[o], nt);
+        }
+    if (a1 < na)
+        square_u8_grouped(src + a1 * slo, slo, na - a1, dst + a1, rows, b0s, bfull, nt);
+}
+
+/* Whether the byte tiles take lines_u8_uniform512: A of 64 rows or more and dst rows one
+   level, a whole number of lines apart (a 64-byte store into rows 16 bytes off a line splits
+   in two: 2000 x 2000 on 2 threads read 0.67-0.77 of the AVX2 tiles' speed), and not the
+   tall AVX2 tile's shape. */
+static inline int narrow512_bytes(const arows_t* A, int64_t na, int64_t nb, const rows_t* rows) {
+    return na >= 64 && rows->nlo == 0 && (rows->dlo & 63) == 0 && !narrow_tall(A, na, nb, 1);
+}
+
+/* The square byte tile with A's uniform rows through lines_u8_uniform512, the rest as the
+   AVX2 tile takes them. */
+static void tile_avx512_u8_square(const uint8_t* src, const arows_t* A, int64_t na, uint8_t* dst,
+                                  const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw,
+                                  int nt) {
+    tile_avx2_u8_square_with(lines_u8_uniform512, src, A, na, dst, rows, bs, nbv, nbw, nt);
 }
 
 /* ---- words ----------------------------------------------------------------------------- */

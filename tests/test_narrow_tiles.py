@@ -45,7 +45,16 @@ CASES = [
     ("abcd", "acdb", (2, 33, 1, 40)),             # nchw -> nhwc: C = 32 + 1
     ("abcd", "acdb", (1, 1, 5, 5)),
     ("abcd", "aBcd32b", (2, 45, 6, 7)),           # A = c32, padded: 32x16 with masked rows
+    # bytes into dst rows whole lines apart: the AVX-512 64x16 tile, ragged B; C=100 in
+    # blocks of 64 (the second block's 36 rows to the AVX2 code, 4 of them element-wise)
+    ("abcd", "acdb", (2, 128, 9, 9)),
+    ("abcd", "aBcd64b", (2, 100, 9, 9)),
+    ("abcde", "acdeb", (1, 64, 3, 5, 7)),         # ncdhw -> ndhwc
+    ("abcd", "acdb", (2, 80, 9, 9)),              # rows 80 bytes apart: the AVX2 tile
 ]
+# the byte cases that take the AVX-512 64x16 tile (A of 64 rows or more into dst rows whole
+# lines apart, src rows more than a line apart)
+LINE_TILES = {(2, 64, 9, 9), (2, 128, 9, 9), (2, 100, 9, 9), (1, 64, 3, 5, 7)}
 
 DTYPES = ["bf16", "f16", "s8", "u8"]
 
@@ -65,9 +74,10 @@ def few_rows_fit(stag, dtag, dims, size):
 
 
 def narrow_isa(path):
-    """The tile family ("avx512" or "avx2") a SIMD path runs 2-byte moves with (bytes always
-    take the AVX2 tiles: docs/kernels.md)."""
+    """The tile family ("avx512" or "avx2") a SIMD path runs 2-byte moves with (bytes take
+    the AVX2 tiles but in LINE_TILES: docs/kernels.md)."""
     return "avx512" if path == "avx512" and HAS_BW else "avx2"
+
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["cached", "streamed"])
@@ -75,7 +85,7 @@ def narrow_isa(path):
 @pytest.mark.parametrize("stag,dtag,dims", CASES)
 def test_narrow_tile_matches_reference(simd, streaming, stag, dtag, dims, dtype):
     rng = np.random.default_rng(7)
-    plain_tag = "abcd"
+    plain_tag = "abcdefgh"[:len(dims)]
     plain = random_storage(dims, dtype, rng)
     x = ref_from_plain(plain, plain_tag, stag) if stag != plain_tag else plain
     p = cached_plan(ro.Desc(dims, dtype, stag), ro.Desc(dims, dtype, dtag),
@@ -94,6 +104,8 @@ def test_narrow_tile_matches_reference(simd, streaming, stag, dtag, dims, dtype)
             # stores to the AVX2 tile, which is faster there
             families = {narrow_isa(simd) + " words", "avx2 words"}
             assert tile.rsplit(" ", 1)[0] in families, (tile, p.explain())
+        elif simd == "avx512" and HAS_BW and dims in LINE_TILES:
+            assert tile == "avx512 bytes 64x16", (tile, p.explain())
         else:
             assert tile.startswith("avx2 bytes"), (tile, p.explain())
     for threads in (1, 2, 3):

@@ -428,7 +428,7 @@ class ConversionKernel(Kernel):
            "with AVX-512 or AVX2 register transposes, or a strided walk whose contiguous "
            "runs convert in SIMD rows, whichever fits (docs/int8.md)")
 
-    def is_usable_for(self, prob):
+    def is_usable_for(self, prob, stream_min_bytes=None):
         return prob.attrs is not None
 
     def stream_threads(self, prob, runner, stream_min_bytes):

@@ -142,7 +142,7 @@ class CopyKernel(Kernel):
     name = "copy"
     why = "innermost node contiguous on both sides and no padding: parallel block copies"
 
-    def is_usable_for(self, prob):
+    def is_usable_for(self, prob, stream_min_bytes=None):
         last = prob.nodes[-1]
         if not (last.ss == 1 and last.ds == 1 and not prob.checked):
             return False
@@ -268,7 +268,7 @@ class BlockKernel(Kernel):
                     return shape
         return None
 
-    def is_usable_for(self, prob):
+    def is_usable_for(self, prob, stream_min_bytes=None):
         return self._pick(prob) is not None
 
     def prepare(self, prob, stream_min_bytes):
@@ -300,13 +300,15 @@ _BLOCKS = BlockKernel()
 _COPY_MIN_RUN_BYTES = 64
 
 
-# The most channels whose pixels the interleave kernel takes, by element size and direction
-# (into planes or out of them): beyond them an output register's permutes (one per pair of
-# channels) cost more than the transpose kernel's tiles, as do 16-bit pixels of 8 channels
-# into planes, which the tiles move as 16-byte words (docs/kernels.md, measured on an AMD
-# Zen 5).
+# The most channels whose pixels the interleave kernel takes with cached stores, by element
+# size and direction (into planes or out of them): beyond them an output register's permutes
+# (one per pair of channels) cost more than the transpose kernel's tiles. Streamed, where the
+# tiles' stores of 8-32 bytes a dst row leave lines in part, it takes up to 15 of every size.
+# 16-bit pixels of 8 channels into planes, which the tiles move as 16-byte words, keep the
+# tiles either way (docs/kernels.md, measured on an AMD Zen 5).
 INTERLEAVE_MAX_CHANNELS = {(1, True): 15, (1, False): 15, (2, True): 15, (2, False): 12,
                            (4, True): 10, (4, False): 6, (8, True): 6, (8, False): 6}
+INTERLEAVE_STREAMED_MAX_CHANNELS = 15
 INTERLEAVE_LEFT_TO_TILES = {(2, True, 8)}
 # Work items of the interleave kernel take rows in pieces of at least this many bytes of the
 # planar side, so that a static split of one image balances the threads.
@@ -322,12 +324,14 @@ class InterleaveKernel(Kernel):
            "registers to or from the pixels' C registers")
 
     @staticmethod
-    def _pick(prob):
+    def _pick(prob, stream_min_bytes=None):
         """(channel node, pixel node, to_planes) as node indices, or None."""
         if prob.attrs is not None or prob.checked or prob.itemsize not in (1, 2, 4, 8) \
                 or not _kernels.interleave_paths(prob.itemsize):
             return None
         nodes = prob.nodes
+        streamed = prob.streams(machine.STREAM_MIN_BYTES if stream_min_bytes is None
+                                else stream_min_bytes)
         for to_planes in (True, False):
             inner = (lambda nd: nd.ss) if to_planes else (lambda nd: nd.ds)    # interleaved
             plane = (lambda nd: nd.ds) if to_planes else (lambda nd: nd.ss)    # planar
@@ -335,8 +339,9 @@ class InterleaveKernel(Kernel):
             if ik is None:
                 continue
             c = nodes[ik].extent
-            if not 2 <= c <= min(INTERLEAVE_MAX_CHANNELS[prob.itemsize, to_planes],
-                                 _kernels.INTERLEAVE_MAX_CHANNELS) \
+            most = INTERLEAVE_STREAMED_MAX_CHANNELS if streamed else \
+                INTERLEAVE_MAX_CHANNELS[prob.itemsize, to_planes]
+            if not 2 <= c <= min(most, _kernels.INTERLEAVE_MAX_CHANNELS) \
                     or (prob.itemsize, to_planes, c) in INTERLEAVE_LEFT_TO_TILES:
                 continue
             ip = next((i for i, nd in enumerate(nodes) if i != ik and plane(nd) == 1
@@ -345,11 +350,11 @@ class InterleaveKernel(Kernel):
                 return ik, ip, to_planes
         return None
 
-    def is_usable_for(self, prob):
-        return self._pick(prob) is not None
+    def is_usable_for(self, prob, stream_min_bytes=None):
+        return self._pick(prob, stream_min_bytes) is not None
 
     def prepare(self, prob, stream_min_bytes):
-        ik, ip, to_planes = self._pick(prob)
+        ik, ip, to_planes = self._pick(prob, stream_min_bytes)
         k, px = prob.nodes[ik], prob.nodes[ip]
         rest = [nd for i, nd in enumerate(prob.nodes) if i not in (ik, ip)]
         outer = math.prod(nd.extent for nd in rest)
@@ -402,7 +407,7 @@ class TransposeKernel(Kernel):
             return None
         return ib, ic, ia
 
-    def is_usable_for(self, prob):
+    def is_usable_for(self, prob, stream_min_bytes=None):
         return self._pick(prob) is not None
 
     def stream_threads(self, prob, runner, stream_min_bytes):
@@ -517,7 +522,7 @@ class GenericKernel(Kernel):
     name = "generic"
     why = "strided loop nest over the normalised nodes; handles every pair"
 
-    def is_usable_for(self, prob):
+    def is_usable_for(self, prob, stream_min_bytes=None):
         return True
 
     def prepare(self, prob, stream_min_bytes):

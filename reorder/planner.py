@@ -38,7 +38,7 @@ class Step:
 def choose(prob, stream_min_bytes):
     """The Step that runs `prob`."""
     for k in KERNELS:
-        if k.is_usable_for(prob):
+        if k.is_usable_for(prob, stream_min_bytes):
             return Step(prob, k, k.prepare(prob, stream_min_bytes))
     raise AssertionError("the generic kernel accepts every problem")  # pragma: no cover
 
@@ -118,7 +118,7 @@ def _interleaved_move(src, dst, stream_min_bytes):
         prob = normalise(src, Desc(dst.dims, src.dtype, dst.tag))
     except Incompatible:
         return False
-    return _INTERLEAVE.is_usable_for(prob)
+    return _INTERLEAVE.is_usable_for(prob, stream_min_bytes)
 
 
 _INTERLEAVE = InterleaveKernel()

@@ -160,8 +160,9 @@ class Kernel:
     name = ""
     why = ""
 
-    def is_usable_for(self, prob):
-        """True if this kernel can run `prob` (a normalised Problem)."""
+    def is_usable_for(self, prob, stream_min_bytes=None):
+        """True if this kernel can run `prob` (a normalised Problem), and should under the
+        plan's threshold for streaming stores (None: the default, machine.STREAM_MIN_BYTES)."""
         raise NotImplementedError
 
     def prepare(self, prob, stream_min_bytes):

@@ -44,6 +44,7 @@ def transpose_few_columns(monkeypatch, fresh_plans):
     from reorder import move_kernels
     monkeypatch.setattr(move_kernels, "INTERLEAVE_MAX_CHANNELS",
                         dict.fromkeys(move_kernels.INTERLEAVE_MAX_CHANNELS, 0))
+    monkeypatch.setattr(move_kernels, "INTERLEAVE_STREAMED_MAX_CHANNELS", 0)
 
 
 @pytest.fixture(params=[True, False], ids=["xeon-tile-rules", "zen-tile-rules"])

@@ -871,6 +871,7 @@ def test_dst_desc_disagreements():
         ro.reorder(W, "oihw", "OIhw16i16o", dtype="s8", out=np.empty((2, 1, 3, 3, 16, 16), np.float32))
 
 
+@pytest.mark.usefixtures("transpose_few_columns")
 @pytest.mark.parametrize("stream", [False, True], ids=["cached-stores", "streaming-stores"])
 @pytest.mark.parametrize("ddt", ["f16", "bf16"])
 def test_half_rows_at_one_stride(ddt, stream, simd):

@@ -383,7 +383,7 @@ TAIL_TILES = [
 ]
 
 
-@pytest.mark.usefixtures("transpose_small_byte_planes")
+@pytest.mark.usefixtures("transpose_small_byte_planes", "transpose_few_columns")
 @pytest.mark.parametrize("dtype", [np.int8, np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("stag,dtag,dims", TAIL_TILES,
                          ids=[f"{s}-{d}-{'x'.join(map(str, n))}" for s, d, n in TAIL_TILES])

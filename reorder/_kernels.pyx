@@ -837,7 +837,7 @@ cdef class Interleave:
     """
     cdef NodeList p
     cdef ilv_t t
-    cdef int64_t n, piece
+    cdef int64_t n, _piece
     cdef readonly bint nt       # streaming stores, as the plan decided
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[::1] shape, bint nt):
@@ -852,7 +852,7 @@ cdef class Interleave:
                                np.array([[1, 0, 0, -1, 1]], np.int64)])
         fill_nodes(&self.p, rows, np.zeros((0, 3), np.int64))
         ilv_prepare(&self.t, <int>C, itemsize, <int>to_planes, ps)
-        self.n, self.piece = n, piece
+        self.n, self._piece = n, piece
         self.nt = nt
 
     @property
@@ -862,11 +862,22 @@ cdef class Interleave:
 
     @property
     def channels(self):
+        """C, the channels of a pixel."""
         return self.t.C
+
+    @property
+    def to_planes(self):
+        """Whether the pixels are the source and the planes the destination."""
+        return bool(self.t.to_planes)
+
+    @property
+    def piece(self):
+        """Pixels a work item takes of a row."""
+        return self._piece
 
     def run(self, uintptr_t src, uintptr_t dst, int nthreads, bint stream=True):
         """stream=False keeps this call's stores cached where the runner would stream."""
-        cdef int64_t pieces = (self.n + self.piece - 1) // self.piece
+        cdef int64_t pieces = (self.n + self._piece - 1) // self._piece
         cdef int64_t items = outer_count(&self.p) * pieces
         cdef bint nt = self.nt and stream
         cdef int t, nchunks = nthreads if items >= nthreads else <int>items
@@ -876,9 +887,9 @@ cdef class Interleave:
         with nogil:
             if nchunks <= 1:
                 _interleave_items(<const char*>src, <char*>dst, &self.p, &self.t, self.n,
-                                  self.piece, pieces, 0, items, nt, simd)
+                                  self._piece, pieces, 0, items, nt, simd)
             else:
                 for t in prange(nchunks, num_threads=nchunks, schedule="static"):
                     _interleave_items(<const char*>src, <char*>dst, &self.p, &self.t, self.n,
-                                      self.piece, pieces, items * t // nchunks,
+                                      self._piece, pieces, items * t // nchunks,
                                       items * (t + 1) // nchunks, nt, simd)

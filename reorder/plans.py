@@ -233,6 +233,11 @@ class Plan:
                 elif st.runner.copy_out:
                     lines.append("  tiles: a work item's dst rows, back to back, are built in "
                                  "a scratch and copied out whole")
+            if kernel.name == "interleave":
+                r = st.runner
+                lines.append(f"  interleave: pixels of {r.channels} channels "
+                             + ("into planes" if r.to_planes else "from planes")
+                             + f", rows in pieces of {r.piece} pixels, {r.path} permutes")
             if kernel.name == "blocks" and st.runner.in_registers and st.runner.path == "avx512":
                 lines.append("  blocks: rows of 1- or 2-byte elements permuted and transposed in "
                              "registers, a segment of at most 320 bytes at a time (AVX-512 VBMI)")

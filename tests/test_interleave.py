@@ -102,6 +102,8 @@ def test_explain_names_the_kernel():
     p = ro.plan(ro.Desc((2, 3, 64, 64), "u8", "nhwc"), ro.Desc((2, 3, 64, 64), "u8", "nchw"))
     if _kernels.interleave_paths(1):
         assert "kernel interleave: pixels of a few channels" in p.explain()
+        assert "interleave: pixels of 3 channels into planes, rows in pieces of" in p.explain()
+        assert p.runners[0].channels == 3 and p.runners[0].to_planes
 
 
 @pytest.mark.parametrize("shape,why", [((1, 100, 0, 1, 64), "bad interleave"),

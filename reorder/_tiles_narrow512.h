@@ -143,25 +143,19 @@ static void tall_u16_uniform512(const uint16_t* src, int64_t slo, int64_t na, ui
  * unpacks, and column register o then holds column rev4(o) of all 64 rows: one whole 64-byte
  * line of its dst row (nchw -> nhwc: 64 channels of a pixel). The AVX2 tiles give a dst row
  * 16 bytes a store, four stores a line (docs/kernels.md). Rows past the last 64 take those. */
+/* one round of the transpose: rows 2i and 2i + 1 interleaved in units of W bits */
+#define N512_UNPACK_ROUND(W, IN, OUT)                                                          \
+    for (int i = 0; i < 8; i++) {                                                              \
+        OUT[i] = _mm512_unpacklo_epi##W(IN[2 * i], IN[2 * i + 1]);                             \
+        OUT[i + 8] = _mm512_unpackhi_epi##W(IN[2 * i], IN[2 * i + 1]);                         \
+    }
 N512_TARGET
 static inline void tr16x16_u8_lanes(__m512i* v) {
     __m512i t[16];
-    for (int i = 0; i < 8; i++) {
-        t[i] = _mm512_unpacklo_epi8(v[2 * i], v[2 * i + 1]);
-        t[i + 8] = _mm512_unpackhi_epi8(v[2 * i], v[2 * i + 1]);
-    }
-    for (int i = 0; i < 8; i++) {
-        v[i] = _mm512_unpacklo_epi16(t[2 * i], t[2 * i + 1]);
-        v[i + 8] = _mm512_unpackhi_epi16(t[2 * i], t[2 * i + 1]);
-    }
-    for (int i = 0; i < 8; i++) {
-        t[i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
-        t[i + 8] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
-    }
-    for (int i = 0; i < 8; i++) {
-        v[i] = _mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]);
-        v[i + 8] = _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]);
-    }
+    N512_UNPACK_ROUND(8, v, t)
+    N512_UNPACK_ROUND(16, t, v)
+    N512_UNPACK_ROUND(32, v, t)
+    N512_UNPACK_ROUND(64, t, v)
 }
 
 N512_TARGET REORDER_ROW_LOOP

@@ -18,3 +18,15 @@ def sentinel(shape, storage):
     """An array of `shape` whose every byte is 0x5A."""
     return np.full(shape, 0x5A, np.uint8).view(np.uint8).repeat(np.dtype(storage).itemsize) \
         .view(storage).reshape(shape) if shape else np.empty(shape, storage)
+
+
+def check_on_threads(p, x, expected, storage, context):
+    """Plan p on x into a sentinel out= on 1, 2 and 3 threads: the result is out itself and
+    bit for bit `expected` (context goes into the failure message)."""
+    from reference import uint_view
+    for threads in (1, 2, 3):
+        out = sentinel(p.dst.physical_shape, storage)
+        got = p(x, out=out, threads=threads)
+        assert got is out
+        assert np.array_equal(uint_view(out), uint_view(expected)), \
+            (context, threads, p.explain())

@@ -12,7 +12,7 @@ from reorder.plan_cache import cached_plan
 
 from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
 from simd_paths import kernel_paths
-from storage_values import STORAGE, random_storage, sentinel
+from storage_values import STORAGE, check_on_threads, random_storage, sentinel
 
 # f64: 8-byte elements take 4x4 qword transposes on the AVX2 path
 DTYPES = ["f32", "bf16", "f16", "s8", "u8", "f64"]
@@ -78,13 +78,7 @@ def _check(src_tag, dst_tag, dims, dtype, simd, plain_tag="oihw"):
         if p.kernel == "copy":      # whole lines a run (IOhw16o16i 1x1: 16 i), never less
             prob = p.steps[0].problem
             assert prob.nodes[-1].extent * prob.itemsize >= 64, p.explain()
-        xs = x.reshape(p.src.physical_shape)
-        for threads in (1, 2, 3):
-            out = sentinel(p.dst.physical_shape, STORAGE[dtype])
-            got = p(xs, out=out, threads=threads)
-            assert got is out
-            assert np.array_equal(uint_view(out), uint_view(expected)), \
-                (streaming, threads, p.explain())
+        check_on_threads(p, x.reshape(p.src.physical_shape), expected, STORAGE[dtype], streaming)
     assert np.array_equal(uint_view(x), uint_view(before))        # input untouched
 
 

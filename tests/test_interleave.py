@@ -12,7 +12,7 @@ from reorder.plan_cache import cached_plan
 
 from reference import uint_view
 from simd_paths import kernel_paths
-from storage_values import STORAGE, random_storage, sentinel
+from storage_values import STORAGE, check_on_threads, random_storage
 
 DTYPES = ["f32", "bf16", "f16", "s8", "u8", "f64"]
 # N, H, W of the images: rows ending in a partial step of every element size (37, 7x11,
@@ -47,12 +47,7 @@ def _check(x, src, dst, dims, dtype, simd):
             assert p.runners[0].path == ("avx512" if simd else "portable")
         elif 0 not in dims:
             assert p.kernel != "interleave", p.explain()
-        for threads in (1, 2, 3):
-            out = sentinel(p.dst.physical_shape, STORAGE[dtype])
-            got = p(x, out=out, threads=threads)
-            assert got is out
-            assert np.array_equal(uint_view(out), uint_view(expected)), \
-                (streaming, threads, p.explain())
+        check_on_threads(p, x, expected, STORAGE[dtype], streaming)
     assert np.array_equal(uint_view(x), uint_view(before))        # input untouched
 
 

@@ -504,6 +504,10 @@ static inline void tile_t1(const uint8_t* s, const arows_t* A, int64_t na, uint8
         tile_avx512_u8_square(s, A, na, d, rows, bs, nbv, nbw, nt);
         return;
     }
+    if (narrow512_on() && narrow_tall(A, na, nbw, 1)) {
+        tile_avx512_u8_tall(s, A, na, d, rows, bs, nbv, nbw);
+        return;
+    }
     if (narrow256_on()) {
         tile_avx2_u8(s, A, na, d, rows, bs, nbv, nbw, nt);
         return;

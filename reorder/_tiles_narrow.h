@@ -78,11 +78,15 @@ REORDER_EDGE(uint8_t)
 REORDER_EDGE(uint16_t)
 
 /* The rows a < afast (uniform_rows: whole blocks of `blk`, one level, all data) go through
- * `run` with pointer strides, and their columns from bfull on element-wise; returns afast,
- * where the general loop of the tile takes over. */
+ * `run` with pointer strides, and their columns from bfull on through `edges` where it takes
+ * them (it returns 0 where it does not), else element-wise; returns afast, where the
+ * general loop of the tile takes over. */
 #define REORDER_NARROW_UNIFORM(T)                                                           \
 typedef void (*uniform_##T##_fn)(const T* src, int64_t slo, int64_t na, T* dst,          \
                                  const rows_t* rows, int64_t b0s, int64_t bfull, int nt);  \
+typedef int (*uniform_edges_##T##_fn)(const T* src, int64_t slo, int64_t na, T* dst,     \
+                                      const rows_t* rows, int64_t b0s, int64_t bfull,      \
+                                      int64_t nbv, int64_t nbw);                           \
 /* `run` over the uniform rows, and over the overlapping tail block (uniform_tail) when    \
  * there is one; returns the rows done (0 or na when nothing is left for the tile). */     \
 static inline int64_t uniform_rows_run_##T(uniform_##T##_fn run, int blk, const T* src,    \
@@ -97,20 +101,29 @@ static inline int64_t uniform_rows_run_##T(uniform_##T##_fn run, int blk, const 
     run(src + tail * A->slo, A->slo, blk, dst + tail, rows, bs, bfull, nt);                \
     return na;                                                                             \
 }                                                                                          \
-static inline int64_t narrow_uniform_##T(uniform_##T##_fn run, int blk, const T* src,      \
-                                         const arows_t* A, int64_t na, T* dst,             \
-                                         const rows_t* rows, int64_t bs, int64_t bfull,    \
-                                         int64_t nbv, int64_t nbw, int nt) {               \
+static inline int64_t narrow_uniform_edges_##T(uniform_##T##_fn run,                     \
+                                               uniform_edges_##T##_fn edges, int blk,      \
+                                               const T* src, const arows_t* A, int64_t na, \
+                                               T* dst, const rows_t* rows, int64_t bs,     \
+                                               int64_t bfull, int64_t nbv, int64_t nbw,    \
+                                               int nt) {                                   \
     int64_t soff[16];                                                                      \
     uint32_t vm, wm;                                                                       \
     int64_t afast = uniform_rows_run_##T(run, blk, src, A, na, dst, rows, bs, bfull, nbw, nt); \
     if (!afast) return 0;                                                                  \
-    if (bfull < nbw)                                                                       \
+    if (bfull < nbw && !(edges && edges(src, A->slo, afast, dst, rows, bs, bfull, nbv, nbw))) \
         for (int64_t a0 = 0; a0 < afast; a0 += 16) {                                       \
             arow_block(A, a0, 16, soff, &vm, &wm);                                         \
             edge_##T(src, soff, vm, wm, 16, a0, dst, rows, bs, bfull, nbv, nbw);           \
         }                                                                                  \
     return afast;                                                                          \
+}                                                                                          \
+static inline int64_t narrow_uniform_##T(uniform_##T##_fn run, int blk, const T* src,      \
+                                         const arows_t* A, int64_t na, T* dst,             \
+                                         const rows_t* rows, int64_t bs, int64_t bfull,    \
+                                         int64_t nbv, int64_t nbw, int nt) {               \
+    return narrow_uniform_edges_##T(run, 0, blk, src, A, na, dst, rows, bs, bfull, nbv,    \
+                                    nbw, nt);                                              \
 }
 REORDER_NARROW_UNIFORM(uint8_t)
 REORDER_NARROW_UNIFORM(uint16_t)
@@ -353,15 +366,18 @@ static void tall_u8_uniform(const uint8_t* src, int64_t slo, int64_t na, uint8_t
         }
 }
 
+/* `edges` takes the uniform rows' ragged columns where it can (the AVX-512 one of
+   _tiles_narrow512.h), or 0: element-wise. */
 __attribute__((target("avx2")))
-static void tile_avx2_u8_tall(const uint8_t* src, const arows_t* A, int64_t na, uint8_t* dst,
-                              const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw) {
+static void tile_avx2_u8_tall_with(uniform_edges_uint8_t_fn edges, const uint8_t* src,
+                                   const arows_t* A, int64_t na, uint8_t* dst,
+                                   const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw) {
     __m256i r[16];
     int64_t soff[32], off[16];
     uint32_t vlo, wlo, vhi = 0, whi = 0;
     int64_t bfull = (nbv < nbw ? nbv : nbw) & ~(int64_t)15;
-    int64_t afast = narrow_uniform_uint8_t(tall_u8_uniform, 32, src, A, na, dst, rows, bs, bfull,
-                                             nbv, nbw, 0);
+    int64_t afast = narrow_uniform_edges_uint8_t(tall_u8_uniform, edges, 32, src, A, na, dst,
+                                                 rows, bs, bfull, nbv, nbw, 0);
     for (int64_t a0 = afast; a0 < na; a0 += 32) {
         int n = na - a0 < 32 ? (int)(na - a0) : 32;
         int nlo = n < 16 ? n : 16;
@@ -383,6 +399,12 @@ static void tile_avx2_u8_tall(const uint8_t* src, const arows_t* A, int64_t na, 
         }
         edge_uint8_t(src, soff, vm, wm, n, a0, dst, rows, bs, bvec, nbv, nbw);
     }
+}
+
+__attribute__((target("avx2")))
+static void tile_avx2_u8_tall(const uint8_t* src, const arows_t* A, int64_t na, uint8_t* dst,
+                              const rows_t* rows, int64_t bs, int64_t nbv, int64_t nbw) {
+    tile_avx2_u8_tall_with(0, src, A, na, dst, rows, bs, nbv, nbw);
 }
 
 __attribute__((target("avx2")))

@@ -16,6 +16,7 @@ MOVE_CASES = (
     ("nChw16c->nchw in cache", (1, 64, 112, 112), "nChw16c", "nchw"),
     ("nchw->nChw16c padded", (8, 3, 224, 224), "nchw", "nChw16c"),
     ("nChw16c->nChw16c padded", (8, 19, 56, 56), "nChw16c", "nChw16c"),
+    ("nChw16c->nchw padded", (8, 24, 56, 56), "nChw16c", "nchw"),
     ("nhwc->nChw16c", (8, 256, 56, 56), "nhwc", "nChw16c"),
     ("nChw16c->nhwc", (8, 256, 56, 56), "nChw16c", "nhwc"),
     ("nhwc->nChw16c padded", (8, 19, 56, 56), "nhwc", "nChw16c"),

@@ -51,6 +51,10 @@ CASES = [
     ("abcd", "aBcd64b", (2, 100, 9, 9)),
     ("abcde", "acdeb", (1, 64, 3, 5, 7)),         # ncdhw -> ndhwc
     ("abcd", "acdb", (2, 80, 9, 9)),              # rows 80 bytes apart: the AVX2 tile
+    # back from blocks of 16 with the last one short (8 and 8 of 16 channels): the tall
+    # tile's ragged columns, 400 and 135 rows (a last group of 16 and of 7 under 64)
+    ("aBcd16b", "abcd", (2, 24, 20, 20)),
+    ("aBcd16b", "abcd", (1, 40, 9, 15)),
 ]
 # the byte cases that take the AVX-512 64x16 tile (A of 64 rows or more into dst rows whole
 # lines apart, src rows more than a line apart)

@@ -202,12 +202,13 @@ static int edges_u8_uniform512(const uint8_t* src, int64_t slo, int64_t na, uint
     for (int64_t a1 = 0; a1 < na; a1 += 64) {
         const uint8_t* s = src + a1 * slo + bfull;
         for (int i = 0; i < 16; i++) {
-            __m512i v = _mm512_setzero_si512();
+            __m128i q[4];                       /* the lanes: rows i, 16 + i, 32 + i, 48 + i */
             for (int k = 0; k < 4; k++)
-                if (a1 + 16 * k + i < na)
-                    v = _mm512_inserti32x4(v, _mm512_castsi512_si128(
-                            _mm512_maskz_loadu_epi8(m, s + (16 * k + i) * slo)), k);
-            r[i] = v;
+                q[k] = a1 + 16 * k + i < na ? _mm512_castsi512_si128(
+                           _mm512_maskz_loadu_epi8(m, s + (16 * k + i) * slo))
+                                            : _mm_setzero_si128();
+            r[i] = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(
+                       _mm512_castsi128_si512(q[0]), q[1], 1), q[2], 2), q[3], 3);
         }
         tr16x16_u8_lanes(r);
         const int64_t left = na - a1;

@@ -310,8 +310,9 @@ INTERLEAVE_MAX_CHANNELS = {(1, True): 15, (1, False): 15, (2, True): 15, (2, Fal
                            (4, True): 10, (4, False): 6, (8, True): 6, (8, False): 6}
 INTERLEAVE_STREAMED_MAX_CHANNELS = 15
 INTERLEAVE_LEFT_TO_TILES = {(2, True, 8)}
-# Work items of the interleave kernel take rows in pieces of at least this many bytes of the
-# planar side, so that a static split of one image balances the threads.
+# Work items of the interleave kernel take rows in pieces of at least this many bytes of a
+# plane (a whole number of the kernel's 64-byte steps), so that a static split of one image
+# balances the threads.
 _INTERLEAVE_MIN_PIECE_BYTES = 4096
 
 
@@ -359,9 +360,9 @@ class InterleaveKernel(Kernel):
         rest = [nd for i, nd in enumerate(prob.nodes) if i not in (ik, ip)]
         outer = math.prod(nd.extent for nd in rest)
         per = -(-16 // outer) if outer < 16 else 1
-        step = max(64, _INTERLEAVE_MIN_PIECE_BYTES) // prob.itemsize
         piece = px.extent if per == 1 else \
-            min(px.extent, max(step, _round_up(-(-px.extent // per), 64 // prob.itemsize)))
+            min(px.extent, max(_INTERLEAVE_MIN_PIECE_BYTES // prob.itemsize,
+                               _round_up(-(-px.extent // per), 64 // prob.itemsize)))
         shape = np.array([k.extent, px.extent, k.ds if to_planes else k.ss, int(to_planes), piece],
                          dtype=np.int64)
         return _kernels.Interleave(prob.itemsize, _node_array(rest).reshape(-1, 5), shape,

@@ -121,4 +121,4 @@ def _interleaved_move(src, dst, stream_min_bytes):
     return _INTERLEAVE.is_usable_for(prob, stream_min_bytes)
 
 
-_INTERLEAVE = InterleaveKernel()
+_INTERLEAVE = next(k for k in KERNELS if isinstance(k, InterleaveKernel))

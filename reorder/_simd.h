@@ -914,6 +914,8 @@ static const char* reorder_tile_name(int size, const arows_t* A, int64_t na, int
     int w512 = avx512 && reorder_have_avx512bw() && size == 2 ? narrow512_words(A, na, nt) : 0;
     if (w512) return w512 == 2 ? "avx512 words 32x16" : "avx512 words 16x32";
     if (size == 1 && narrow512_on() && narrow512_bytes(A, na, nb, rows)) return "avx512 bytes 64x16";
+    if (size == 1 && narrow512_on() && narrow_tall(A, na, nb, 1))
+        return "avx2 bytes 32x16, avx512 edges";   /* tile_avx512_u8_tall */
     if (avx2 && size == 1) return narrow_tall(A, na, nb, 1) ? "avx2 bytes 32x16" : "avx2 bytes 16x16";
     if (avx2 && size == 2) return narrow_tall(A, na, nb, 2) ? "avx2 words 16x8" : "avx2 words 16x16";
 #endif

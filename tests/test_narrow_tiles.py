@@ -124,11 +124,11 @@ TILE_OF = [
     ("nchw", "nChw16c", (2, 48, 20, 20), {2: "avx2 words 16x16", 1: "avx2 bytes 16x16"},
      {2: "avx512 words 16x32", 1: "avx2 bytes 16x16"}),
     ("nChw16c", "nchw", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 32x16"},
-     {2: "avx2 words 16x8", 1: "avx2 bytes 32x16"}),
+     {2: "avx2 words 16x8", 1: "avx2 bytes 32x16, avx512 edges"}),
     ("nchw", "nhwc", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 16x16"},
      {2: "avx512 words 32x16", 1: "avx2 bytes 16x16"}),
     ("nhwc", "nchw", (2, 48, 20, 20), {2: "avx2 words 16x8", 1: "avx2 bytes 32x16"},
-     {2: "avx512 words 32x16", 1: "avx2 bytes 32x16"}),
+     {2: "avx512 words 32x16", 1: "avx2 bytes 32x16, avx512 edges"}),
     # A = hw then i16 (2704 rows), B = o16: each dst row gets whole runs of i*hw (13x13: a
     # block too big for the block kernel's scratch, which takes the small-spatial weights)
     ("OIhw16i16o", "oihw", (64, 48, 13, 13), {2: "avx2 words 16x8", 1: "avx2 bytes 16x16"},

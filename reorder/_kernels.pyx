@@ -88,7 +88,7 @@ def cpu_features():
 cdef extern from "_simd.h" nogil:
     ctypedef struct rows_t:
         int64_t nlo, dlo, dhi
-        int ahead
+        int ahead, cols_first
     ctypedef struct arows_t:
         int64_t nlo, slo, shi, nv_lo, nw_lo, nv_hi, nw_hi
     int reorder_simd_disabled
@@ -184,7 +184,7 @@ cdef void _transpose_items(const word_t* src, word_t* dst, const NodeList* p, co
     cdef rows_t srows
     cdef arows_t Ac
     cdef int64_t a0, ca, r
-    srows.nlo, srows.dhi, srows.ahead = 0, 0, 0
+    srows.nlo, srows.dhi, srows.ahead, srows.cols_first = 0, 0, 0, 0
     srows.dlo = B.copy_lanes if B.copy_lanes else p.ext[last]
     if B.copy_out and not nt and posix_memalign(
             &scratch, 64, B.slice * srows.dlo * sizeof(word_t)) == 0:
@@ -276,6 +276,7 @@ cdef class Transpose:
                 or b * dlo when nlo is 0; weight/dim belong to the checked node    # IN
     nt       -- stream (non-temporal) stores                                    # IN
     ahead    -- byte tiles fetch the dst lines of their next row group early     # IN
+    cols_first  the AVX-512 tiles' uniform rows walk B's columns outermost       # IN
     copy_out -- with cached stores, each work item's B rows (nlo 0, B unchecked, A one
                 node) are built in a scratch: where they lie back to back in dst (dlo =
                 A's extent), slice x A elements copied out whole; else         # IN
@@ -290,7 +291,7 @@ cdef class Transpose:
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
                  const int64_t[::1] a, const int64_t[::1] b, bint nt, bint ahead=False,
-                 bint copy_out=False, int64_t copy_lanes=0):
+                 bint copy_out=False, int64_t copy_lanes=0, bint cols_first=False):
         _check_itemsize(itemsize)
         fill_nodes(&self.p, nodes, checked)
         if self.p.ds[self.p.n - 1] != 1 or b.shape[0] != 9 or b[5] < 1 or b[6] < 0 \
@@ -304,6 +305,7 @@ cdef class Transpose:
         self.B.dim, self.B.slice = <int>b[4], b[5]
         self.B.rows.nlo, self.B.rows.dlo, self.B.rows.dhi = b[6], b[7], b[8]
         self.B.rows.ahead = ahead
+        self.B.rows.cols_first = cols_first
         self.itemsize, self.nt = itemsize, nt
         if copy_out and (self.A.two or b[6] or b[4] >= 0 or copy_lanes < 0 or copy_lanes % 16
                          or (copy_lanes == 0 and b[7] != self.p.ext[self.p.n - 1])
@@ -320,6 +322,12 @@ cdef class Transpose:
         """Whether byte tiles fetch the dst lines of their next row group early (the plan's
         choice)."""
         return bool(self.B.rows.ahead)
+
+    @property
+    def cols_first(self):
+        """Whether the AVX-512 tiles walk B's columns outermost, all of A's rows at each (the
+        plan's choice)."""
+        return bool(self.B.rows.cols_first)
 
     @property
     def slice(self):

@@ -35,8 +35,11 @@
 
 /* B rows in dst: row b at b * dlo (nlo == 0) or (b / nlo) * dhi + (b % nlo) * dlo. `ahead`:
  * the byte tiles fetch the lines their next row group writes a group early (the plan's
- * choice: the dst lies in L3, its rows too far apart for the hardware to fetch them). */
-typedef struct { int64_t nlo, dlo, dhi; int ahead; } rows_t;
+ * choice: the dst lies in L3, its rows too far apart for the hardware to fetch them).
+ * `cols_first`: with streaming stores, the AVX-512 tiles' uniform loops walk B's columns
+ * outermost and all of A's rows at each, so dst rows are written whole, one after another,
+ * rather than one line of each of the slice's rows a pass (the plan's choice). */
+typedef struct { int64_t nlo, dlo, dhi; int ahead, cols_first; } rows_t;
 static inline int64_t row_off(const rows_t* r, int64_t b) {
     return r->nlo == 0 ? b * r->dlo : (b / r->nlo) * r->dhi + (b % r->nlo) * r->dlo;
 }
@@ -150,26 +153,36 @@ REORDER_SCALAR_TILE(uint64_t, tile_scalar_u64)
 /* The uniform rows of tile_avx512_u32 (below): pointer strides alone. `nt`: every store is
  * a whole aligned line, streamed; each kind of store has its own loop, as a branch inside
  * the loop cost the cached one its gain. */
+#define UNIFORM_U32_512_TILE(STORE)                                                         \
+    {                                                                                       \
+        const int64_t a0 = UNIFORM_BLOCK(k, 16, afast, tail);                               \
+        const uint32_t* s = src + a0 * slo + b0;                                            \
+        for (int i = 0; i < 16; i++) t[i] = _mm512_loadu_ps(s + i * slo);                   \
+        tr16x16(t);                                                                         \
+        uint32_t* d = dst + (bs + b0) * dlo + a0;                                           \
+        for (int j = 0; j < 16; j++) STORE((float*)(d + j * dlo), t[j]);                    \
+    }
 #define UNIFORM_U32_512_LOOP(STORE)                                                         \
     for (int64_t k = 0; k < afast; k += 16)                                                 \
-        for (int64_t b0 = 0; b0 < bfull; b0 += 16) {                                        \
-            const int64_t a0 = UNIFORM_BLOCK(k, 16, afast, tail);                           \
-            const uint32_t* s = src + a0 * slo + b0;                                        \
-            for (int i = 0; i < 16; i++) t[i] = _mm512_loadu_ps(s + i * slo);               \
-            tr16x16(t);                                                                     \
-            uint32_t* d = dst + (bs + b0) * dlo + a0;                                       \
-            for (int j = 0; j < 16; j++) STORE((float*)(d + j * dlo), t[j]);                \
-        }
+        for (int64_t b0 = 0; b0 < bfull; b0 += 16) UNIFORM_U32_512_TILE(STORE)
+#define UNIFORM_U32_512_COLS_FIRST(STORE)                                                   \
+    for (int64_t b0 = 0; b0 < bfull; b0 += 16)                                              \
+        for (int64_t k = 0; k < afast; k += 16) UNIFORM_U32_512_TILE(STORE)
 __attribute__((target("avx512f"))) REORDER_ROW_LOOP
 static void uniform_u32_512(const uint32_t* src, int64_t slo, int64_t afast, int64_t tail,
-                            uint32_t* dst, int64_t dlo, int64_t bs, int64_t bfull, int nt) {
+                            uint32_t* dst, int64_t dlo, int64_t bs, int64_t bfull, int nt,
+                            int cols_first) {
     __m512 t[16];
-    if (nt) {
+    if (nt && cols_first) {
+        UNIFORM_U32_512_COLS_FIRST(_mm512_stream_ps)
+    } else if (nt) {
         UNIFORM_U32_512_LOOP(_mm512_stream_ps)
     } else {
         UNIFORM_U32_512_LOOP(_mm512_storeu_ps)
     }
 }
+#undef UNIFORM_U32_512_COLS_FIRST
+#undef UNIFORM_U32_512_TILE
 #undef UNIFORM_U32_512_LOOP
 
 /* A blocks of 16 rows are outermost (each streams through B with 16 read streams). With
@@ -191,7 +204,8 @@ static void tile_avx512_u32(const uint32_t* src, const arows_t* A, int64_t na, u
     int uniform_nt = nt && dst_aligned && (rows->dlo & 15) == 0;
     int64_t afast = bfull && nt == uniform_nt
         ? uniform_rows_tail(A, rows, na, 16, bfull == nbw, nt, &tail) : 0;
-    if (afast) uniform_u32_512(src, A->slo, afast, tail, dst, rows->dlo, bs, bfull, nt);
+    if (afast) uniform_u32_512(src, A->slo, afast, tail, dst, rows->dlo, bs, bfull, nt,
+                               rows->cols_first);
     /* the rows the uniform loop took need only their ragged columns, if any */
     for (int64_t a0 = bfull < nbw ? 0 : afast; a0 < na; a0 += 16) {
         int n = na - a0 < 16 ? (int)(na - a0) : 16;

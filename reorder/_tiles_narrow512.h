@@ -105,36 +105,47 @@ static void wide_u16_uniform(const uint16_t* src, int64_t slo, int64_t na, uint1
         }
 }
 
+/* One 32 x 16 tile of tall_u16_uniform512, rows a0.. and columns b0.. */
+N512_TARGET static inline __attribute__((always_inline)) void
+tall_u16_tile512(const uint16_t* src, int64_t slo, int64_t a0, int64_t b0, uint16_t* dst,
+                 int64_t dlo, int64_t b0s, int st) {
+    __m512i r[16];
+    const uint16_t* s = src + a0 * slo + b0;
+    if (slo == 16)
+        for (int k = 0; k < 16; k++) r[k] = _mm512_loadu_si512(s + 32 * k);
+    else
+        for (int k = 0; k < 16; k++)
+            r[k] = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)(s + 2 * k * slo))),
+                _mm256_loadu_si256((const __m256i*)(s + (2 * k + 1) * slo)), 1);
+    tr16x16_w16(r);
+    tr16x16_w16(r + 8);
+    uint16_t* d = dst + (b0s + b0) * dlo + a0;
+    if (st && ((uintptr_t)d & 63) == 0)
+        for (int j = 0; j < 8; j++) {
+            _mm512_stream_si512((__m512i*)(d + 2 * j * dlo), _mm512_shuffle_i64x2(r[j], r[8 + j], 0x44));
+            _mm512_stream_si512((__m512i*)(d + (2 * j + 1) * dlo), _mm512_shuffle_i64x2(r[j], r[8 + j], 0xEE));
+        }
+    else
+        for (int j = 0; j < 8; j++) {
+            _mm512_storeu_si512(d + 2 * j * dlo, _mm512_shuffle_i64x2(r[j], r[8 + j], 0x44));
+            _mm512_storeu_si512(d + (2 * j + 1) * dlo, _mm512_shuffle_i64x2(r[j], r[8 + j], 0xEE));
+        }
+}
+
 N512_TARGET REORDER_ROW_LOOP
 static void tall_u16_uniform512(const uint16_t* src, int64_t slo, int64_t na, uint16_t* dst,
                                 const rows_t* rows, int64_t b0s, int64_t bfull, int nt) {
     const int64_t dlo = rows->dlo;
-    __m512i r[16];
-    int st = nt && ((dlo * 2) & 63) == 0;
-    for (int64_t a0 = 0; a0 < na; a0 += 32)
-        for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
-            const uint16_t* s = src + a0 * slo + b0;
-            if (slo == 16)
-                for (int k = 0; k < 16; k++) r[k] = _mm512_loadu_si512(s + 32 * k);
-            else
-                for (int k = 0; k < 16; k++)
-                    r[k] = _mm512_inserti64x4(
-                        _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)(s + 2 * k * slo))),
-                        _mm256_loadu_si256((const __m256i*)(s + (2 * k + 1) * slo)), 1);
-            tr16x16_w16(r);
-            tr16x16_w16(r + 8);
-            uint16_t* d = dst + (b0s + b0) * dlo + a0;
-            if (st && ((uintptr_t)d & 63) == 0)
-                for (int j = 0; j < 8; j++) {
-                    _mm512_stream_si512((__m512i*)(d + 2 * j * dlo), _mm512_shuffle_i64x2(r[j], r[8 + j], 0x44));
-                    _mm512_stream_si512((__m512i*)(d + (2 * j + 1) * dlo), _mm512_shuffle_i64x2(r[j], r[8 + j], 0xEE));
-                }
-            else
-                for (int j = 0; j < 8; j++) {
-                    _mm512_storeu_si512(d + 2 * j * dlo, _mm512_shuffle_i64x2(r[j], r[8 + j], 0x44));
-                    _mm512_storeu_si512(d + (2 * j + 1) * dlo, _mm512_shuffle_i64x2(r[j], r[8 + j], 0xEE));
-                }
-        }
+    const int st = nt && ((dlo * 2) & 63) == 0;
+    if (rows->cols_first && nt)
+        for (int64_t b0 = 0; b0 < bfull; b0 += 16)
+            for (int64_t a0 = 0; a0 < na; a0 += 32)
+                tall_u16_tile512(src, slo, a0, b0, dst, dlo, b0s, st);
+    else
+        for (int64_t a0 = 0; a0 < na; a0 += 32)
+            for (int64_t b0 = 0; b0 < bfull; b0 += 16)
+                tall_u16_tile512(src, slo, a0, b0, dst, dlo, b0s, st);
 }
 
 /* ---- bytes ------------------------------------------------------------------------------ */
@@ -161,26 +172,36 @@ static inline void tr16x16_u8_lanes(__m512i* v) {
 /* column register o of tr16x16_u8_lanes holds column n512_rev4[o] */
 static const int n512_rev4[16] = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
 
+/* One 64 x 16 tile of lines_u8_uniform512, rows a1.. and columns b0.. */
+N512_TARGET static inline __attribute__((always_inline)) void
+lines_u8_tile512(const uint8_t* src, int64_t slo, int64_t a1, int64_t b0, uint8_t* dst,
+                 int64_t dlo, int64_t b0s, int nt) {
+    __m512i r[16];
+    const uint8_t* s = src + a1 * slo + b0;
+    for (int i = 0; i < 16; i++) {
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)(s + i * slo)));
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(s + (16 + i) * slo)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(s + (32 + i) * slo)), 2);
+        r[i] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(s + (48 + i) * slo)), 3);
+    }
+    tr16x16_u8_lanes(r);
+    uint8_t* d = dst + (b0s + b0) * dlo + a1;
+    for (int o = 0; o < 16; o++)
+        store_line(d + n512_rev4[o] * dlo, r[o], nt);
+}
+
 N512_TARGET REORDER_ROW_LOOP
 static void lines_u8_uniform512(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
                                 const rows_t* rows, int64_t b0s, int64_t bfull, int nt) {
-    const int64_t dlo = rows->dlo;
-    __m512i r[16];
-    int64_t a1 = 0;
-    for (; a1 + 64 <= na; a1 += 64)
-        for (int64_t b0 = 0; b0 < bfull; b0 += 16) {
-            const uint8_t* s = src + a1 * slo + b0;
-            for (int i = 0; i < 16; i++) {
-                __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)(s + i * slo)));
-                v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(s + (16 + i) * slo)), 1);
-                v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(s + (32 + i) * slo)), 2);
-                r[i] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(s + (48 + i) * slo)), 3);
-            }
-            tr16x16_u8_lanes(r);
-            uint8_t* d = dst + (b0s + b0) * dlo + a1;
-            for (int o = 0; o < 16; o++)
-                store_line(d + n512_rev4[o] * dlo, r[o], nt);
-        }
+    const int64_t dlo = rows->dlo, a1 = na & ~(int64_t)63;
+    if (rows->cols_first && nt)
+        for (int64_t b0 = 0; b0 < bfull; b0 += 16)
+            for (int64_t a = 0; a < a1; a += 64)
+                lines_u8_tile512(src, slo, a, b0, dst, dlo, b0s, nt);
+    else
+        for (int64_t a = 0; a < a1; a += 64)
+            for (int64_t b0 = 0; b0 < bfull; b0 += 16)
+                lines_u8_tile512(src, slo, a, b0, dst, dlo, b0s, nt);
     if (a1 < na)
         square_u8_grouped(src + a1 * slo, slo, na - a1, dst + a1, rows, b0s, bfull, nt);
 }

@@ -1,0 +1,69 @@
+"""Streamed tiles into dst rows a multiple of 512 bytes apart walk B's columns first (all of
+A's rows at each column, so each dst row is written whole, in order): nchw -> nhwc and 2-D
+transposes of f32, 16-bit and byte elements, with ragged columns, a reversed and an offset
+source, against numpy's own transpose bit for bit on every SIMD path, 1-3 threads; the plan
+must choose the order where it is meant to, and only there."""
+import numpy as np
+import pytest
+
+import reorder as ro
+from reorder.plan_cache import cached_plan
+
+from reference import uint_view
+from simd_paths import kernel_paths
+from storage_values import STORAGE, check_on_threads, random_storage
+
+simd = kernel_paths("avx512", "avx2")
+
+STREAMED, CACHED = 0, 1 << 62
+
+# (dtype, src, dst, dims, columns first when streamed): dst rows (pixels, or the rows of the
+# transpose) 512 or 1024 bytes apart, A (channels) fewer than a work item's dst rows; the
+# columns (pixels) end in a partial tile (144 = 9 x 16, 289, 961 and 2100 are not multiples
+# of 16 or 64; byte planes of 961 keep a column's 512 rows at 8 an L1 set)
+CASES = [
+    ("f32", "nchw", "nhwc", (16, 128, 12, 12), True),     # rows 512 bytes apart
+    ("f32", "nchw", "nhwc", (16, 256, 17, 17), True),     # 1024
+    ("bf16", "nchw", "nhwc", (16, 256, 17, 17), True),
+    ("f16", "nchw", "nhwc", (16, 256, 17, 17), True),
+    ("s8", "nchw", "nhwc", (16, 512, 31, 31), True),
+    ("u8", "nchw", "nhwc", (16, 512, 31, 31), True),
+    ("f32", "ab", "ba", (128, 2100), True),
+    ("bf16", "ab", "ba", (256, 4200), True),
+    # rows 768 bytes apart (f32 C = 192) keep row blocks first; so do more channels than a
+    # work item has pixels (f32 C = 128 at 8x8) and 8-byte elements (no such loop)
+    ("f32", "nchw", "nhwc", (16, 192, 15, 15), False),
+    ("f32", "nchw", "nhwc", (16, 128, 8, 8), False),
+    ("f64", "nchw", "nhwc", (16, 64, 12, 12), False),
+]
+PERM = {("nchw", "nhwc"): (0, 2, 3, 1), ("ab", "ba"): (1, 0)}
+
+
+def _check(x, dtype, src, dst, cols_first):
+    before = x.copy()
+    expected = np.ascontiguousarray(x.transpose(PERM[src, dst]))
+    for threshold in (STREAMED, CACHED):
+        p = cached_plan(ro.Desc.of(x, dtype=dtype, tag=src),
+                        ro.Desc(x.shape, dtype, dst), stream_min_bytes=threshold)
+        assert p.kernel == "transpose", p.explain()
+        assert p.runners[0].cols_first == (cols_first and threshold == STREAMED), p.explain()
+        check_on_threads(p, x, expected, STORAGE[dtype], threshold)
+    assert np.array_equal(uint_view(x), uint_view(before))        # input untouched
+
+
+@pytest.mark.parametrize("dtype,src,dst,dims,cols_first", CASES,
+                         ids=[f"{c[0]}-{c[1]}-{'x'.join(map(str, c[3]))}" for c in CASES])
+def test_tile_order_matches_numpy(simd, dtype, src, dst, dims, cols_first):
+    x = random_storage(dims, dtype, np.random.default_rng(3))
+    _check(x, dtype, src, dst, cols_first)
+
+
+@pytest.mark.parametrize("view", ["reversed", "offset"])
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "s8"])
+def test_tile_order_on_views(simd, view, dtype):
+    """Channels in reverse order (a negative plane stride) and a source starting inside a
+    bigger buffer: the columns-first loops read A's rows from their own stride."""
+    c = {"f32": 128, "bf16": 256, "s8": 512}[dtype]
+    big = random_storage((17, c + 3, 31, 31), dtype, np.random.default_rng(5))
+    x = big[:16, ::-1][:, :c] if view == "reversed" else big[1:, 3:]
+    _check(x, dtype, "nchw", "nhwc", True)

@@ -48,13 +48,13 @@ TILE_COPY_ROWS_MIN_BYTES = 3 << 19
 # prefetchers; below it they are mostly in L2 and the fetches only cost (docs/kernels.md).
 TILE_AHEAD_FRACTION = 4
 # Streamed tiles whose dst rows lie a multiple of this many bytes apart walk B's columns
-# outermost, all of A's rows at each (Transpose(cols_first=)), where a work item has more dst
-# rows than A has rows: each dst row is then written whole and in order. Row blocks first
-# store one line of each of the slice's rows a pass, and lines that far apart streamed at
-# 0.6 of a copy where rows 256 or 768 bytes apart read 1.1-1.7 (an AMD Zen 5,
-# docs/kernels.md). A tile column of 1- and 2-byte elements is part of a source line, which
-# the next columns read again: there a column's A rows must also spread over the L1's 64
-# sets of 64 bytes, at most TILE_COLS_FIRST_ROWS_PER_SET rows a set.
+# outermost, all of A's rows at each (Transpose(cols_first=)): each dst row is then written
+# whole and in order. Row blocks first store one line of each of the slice's rows a pass,
+# and lines that far apart streamed at 0.6 of a copy where rows 256 or 768 bytes apart read
+# 1.1-1.7 (an AMD Zen 5, docs/kernels.md). A column's A rows must spread over the cache's
+# sets of 64 bytes, at most TILE_COLS_FIRST_ROWS_PER_SET rows a set: the L1's 64 sets where
+# a tile column of 1- and 2-byte elements is part of a source line, which the next columns
+# read again; 1024 sets (an L2's) for f32, whose rows 4 KiB apart read 0.2 of a copy so.
 TILE_COLS_FIRST_DST_ROW_BYTES = 512
 TILE_COLS_FIRST_ROWS_PER_SET = 8
 
@@ -489,19 +489,18 @@ class TransposeKernel(Kernel):
         """Whether the tiles walk B's columns first (TILE_COLS_FIRST_DST_ROW_BYTES): the
         AVX-512 tiles of 1-, 2- and 4-byte elements have the loop."""
         a = prob.nodes[-1]
-        if not nt or c is not None or ia is not None or a.extent >= slice_ \
+        if not nt or c is not None or ia is not None \
                 or b.ds * prob.itemsize % TILE_COLS_FIRST_DST_ROW_BYTES \
                 or prob.itemsize not in (1, 2, 4) or "avx512" not in _kernels.simd_paths() \
                 or (prob.itemsize < 4 and not _kernels.cpu_features()["avx512 f+bw"]):
             return False
-        if TILE_ROWS * prob.itemsize >= 64:
-            return True
-        if a.extent > 64 * TILE_COLS_FIRST_ROWS_PER_SET:
+        sets = 1024 if TILE_ROWS * prob.itemsize >= 64 else 64
+        if a.extent > sets * TILE_COLS_FIRST_ROWS_PER_SET:
             return False
         step = abs(a.ss) * prob.itemsize
-        per_set = [0] * 64
+        per_set = [0] * sets
         for k in range(a.extent):
-            per_set[k * step // 64 % 64] += 1
+            per_set[k * step // 64 % sets] += 1
         return max(per_set) <= TILE_COLS_FIRST_ROWS_PER_SET
 
     @staticmethod

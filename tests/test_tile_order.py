@@ -18,9 +18,9 @@ simd = kernel_paths("avx512", "avx2")
 STREAMED, CACHED = 0, 1 << 62
 
 # (dtype, src, dst, dims, columns first when streamed): dst rows (pixels, or the rows of the
-# transpose) 512 or 1024 bytes apart, A (channels) fewer than a work item's dst rows; the
-# columns (pixels) end in a partial tile (144 = 9 x 16, 289, 961 and 2100 are not multiples
-# of 16 or 64; byte planes of 961 keep a column's 512 rows at 8 an L1 set)
+# transpose) 512 or 1024 bytes apart; the columns (pixels) end in a partial tile (144 =
+# 9 x 16, 289, 961 and 2100 are not multiples of 16 or 64; byte planes of 961 keep a
+# column's 512 rows at 8 an L1 set); more channels than a work item has pixels (8x8)
 CASES = [
     ("f32", "nchw", "nhwc", (16, 128, 12, 12), True),     # rows 512 bytes apart
     ("f32", "nchw", "nhwc", (16, 256, 17, 17), True),     # 1024
@@ -30,10 +30,11 @@ CASES = [
     ("u8", "nchw", "nhwc", (16, 512, 31, 31), True),
     ("f32", "ab", "ba", (128, 2100), True),
     ("bf16", "ab", "ba", (256, 4200), True),
-    # rows 768 bytes apart (f32 C = 192) keep row blocks first; so do more channels than a
-    # work item has pixels (f32 C = 128 at 8x8) and 8-byte elements (no such loop)
+    ("f32", "nchw", "nhwc", (16, 128, 8, 8), True),
+    # rows 768 bytes apart (f32 C = 192) keep row blocks first; so do source rows 4 KiB
+    # apart (on 16 sets of an L2's 1024) and 8-byte elements (no such loop)
     ("f32", "nchw", "nhwc", (16, 192, 15, 15), False),
-    ("f32", "nchw", "nhwc", (16, 128, 8, 8), False),
+    ("f32", "ab", "ba", (1024, 1024), False),
     ("f64", "nchw", "nhwc", (16, 64, 12, 12), False),
 ]
 PERM = {("nchw", "nhwc"): (0, 2, 3, 1), ("ab", "ba"): (1, 0)}

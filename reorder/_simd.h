@@ -36,9 +36,9 @@
 /* B rows in dst: row b at b * dlo (nlo == 0) or (b / nlo) * dhi + (b % nlo) * dlo. `ahead`:
  * the byte tiles fetch the lines their next row group writes a group early (the plan's
  * choice: the dst lies in L3, its rows too far apart for the hardware to fetch them).
- * `cols_first`: with streaming stores, the AVX-512 tiles' uniform loops walk B's columns
- * outermost and all of A's rows at each, so dst rows are written whole, one after another,
- * rather than one line of each of the slice's rows a pass (the plan's choice). */
+ * `cols_first`: the AVX-512 tiles' uniform loops walk B's columns outermost and all of A's
+ * rows at each, so dst rows are written whole, one after another, rather than one line of
+ * each of the slice's rows a pass (the plan's choice). */
 typedef struct { int64_t nlo, dlo, dhi; int ahead, cols_first; } rows_t;
 static inline int64_t row_off(const rows_t* r, int64_t b) {
     return r->nlo == 0 ? b * r->dlo : (b / r->nlo) * r->dhi + (b % r->nlo) * r->dlo;
@@ -177,6 +177,8 @@ static void uniform_u32_512(const uint32_t* src, int64_t slo, int64_t afast, int
         UNIFORM_U32_512_COLS_FIRST(_mm512_stream_ps)
     } else if (nt) {
         UNIFORM_U32_512_LOOP(_mm512_stream_ps)
+    } else if (cols_first) {
+        UNIFORM_U32_512_COLS_FIRST(_mm512_storeu_ps)
     } else {
         UNIFORM_U32_512_LOOP(_mm512_storeu_ps)
     }

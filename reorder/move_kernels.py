@@ -47,11 +47,12 @@ TILE_COPY_ROWS_MIN_BYTES = 3 << 19
 # L3 by default): there the lines come from L3, from rows too far apart for the hardware
 # prefetchers; below it they are mostly in L2 and the fetches only cost (docs/kernels.md).
 TILE_AHEAD_FRACTION = 4
-# Streamed tiles whose dst rows lie a multiple of this many bytes apart walk B's columns
-# outermost, all of A's rows at each (Transpose(cols_first=)): each dst row is then written
-# whole and in order. Row blocks first store one line of each of the slice's rows a pass,
-# and lines that far apart streamed at 0.6 of a copy where rows 256 or 768 bytes apart read
-# 1.1-1.7 (an AMD Zen 5, docs/kernels.md). A column's A rows must spread over the cache's
+# Tiles whose dst rows lie a multiple of this many bytes apart walk B's columns outermost,
+# all of A's rows at each (Transpose(cols_first=)): each dst row is then written whole and
+# in order. Row blocks first store one line of each of the slice's rows a pass, and lines
+# that far apart streamed at 0.6 of a copy where rows 256 or 768 bytes apart read 1.1-1.7;
+# with cached stores columns first read 1.0-1.5x there, and 0.88-1.4x at other strides (an
+# AMD Zen 5, docs/kernels.md). A column's A rows must spread over the cache's
 # sets of 64 bytes, at most TILE_COLS_FIRST_ROWS_PER_SET rows a set: the L1's 64 sets where
 # a tile column of 1- and 2-byte elements is part of a source line, which the next columns
 # read again; 1024 sets (an L2's) for f32, whose rows 4 KiB apart read 0.2 of a copy so.
@@ -478,18 +479,18 @@ class TransposeKernel(Kernel):
             avec = np.array([ha.extent, ha.ss, ha.weight, hv, hp, ha.dim], dtype=np.int64)
         ahead = not nt and prob.itemsize == 1 \
             and prob.moved_bytes >= stream_min_bytes // TILE_AHEAD_FRACTION
-        cols_first = self._cols_first(prob, b, c, ia, slice_, nt)
+        cols_first = self._cols_first(prob, b, c, ia)
         lanes = self._copy_lanes(prob, b, ia, ic, slice_, nt)
         return _kernels.Transpose(prob.itemsize, nodes, _checked_array(prob), avec, bvec, nt,
                                   ahead, lanes > 0 or self._copy_out(prob, b, ia, ic, slice_, nt),
                                   lanes, cols_first)
 
     @staticmethod
-    def _cols_first(prob, b, c, ia, slice_, nt):
+    def _cols_first(prob, b, c, ia):
         """Whether the tiles walk B's columns first (TILE_COLS_FIRST_DST_ROW_BYTES): the
         AVX-512 tiles of 1-, 2- and 4-byte elements have the loop."""
         a = prob.nodes[-1]
-        if not nt or c is not None or ia is not None \
+        if c is not None or ia is not None \
                 or b.ds * prob.itemsize % TILE_COLS_FIRST_DST_ROW_BYTES \
                 or prob.itemsize not in (1, 2, 4) or "avx512" not in _kernels.simd_paths() \
                 or (prob.itemsize < 4 and not _kernels.cpu_features()["avx512 f+bw"]):

@@ -276,7 +276,8 @@ cdef class Transpose:
                 or b * dlo when nlo is 0; weight/dim belong to the checked node    # IN
     nt       -- stream (non-temporal) stores                                    # IN
     ahead    -- byte tiles fetch the dst lines of their next row group early     # IN
-    cols_first  the AVX-512 tiles' uniform rows walk B's columns outermost       # IN
+    cols_first  the AVX-512 tiles' uniform rows walk B's columns outermost: 1 with
+                cached stores, 2 with streaming ones, 3 with both            # IN
     copy_out -- with cached stores, each work item's B rows (nlo 0, B unchecked, A one
                 node) are built in a scratch: where they lie back to back in dst (dlo =
                 A's extent), slice x A elements copied out whole; else         # IN
@@ -291,7 +292,7 @@ cdef class Transpose:
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
                  const int64_t[::1] a, const int64_t[::1] b, bint nt, bint ahead=False,
-                 bint copy_out=False, int64_t copy_lanes=0, bint cols_first=False):
+                 bint copy_out=False, int64_t copy_lanes=0, int cols_first=0):
         _check_itemsize(itemsize)
         fill_nodes(&self.p, nodes, checked)
         if self.p.ds[self.p.n - 1] != 1 or b.shape[0] != 9 or b[5] < 1 or b[6] < 0 \
@@ -314,6 +315,8 @@ cdef class Transpose:
                              "and the rows back to back in dst (A's extent apart) or "
                              "copy_lanes a positive multiple of 16, with A whole groups of 16 "
                              "(no chunk shorter than a tile)")
+        if cols_first < 0 or cols_first > 3:
+            raise ValueError("cols_first must be 0-3 (1 cached, 2 streamed)")
         self.B.copy_out = copy_out
         self.B.copy_lanes = copy_lanes if copy_out else 0
 
@@ -325,9 +328,9 @@ cdef class Transpose:
 
     @property
     def cols_first(self):
-        """Whether the AVX-512 tiles walk B's columns outermost, all of A's rows at each (the
-        plan's choice)."""
-        return bool(self.B.rows.cols_first)
+        """The stores with which the AVX-512 tiles walk B's columns outermost, all of A's rows
+        at each: a tuple of "cached" and "streamed" (the plan's choice)."""
+        return tuple(m for bit, m in ((1, "cached"), (2, "streamed")) if self.B.rows.cols_first & bit)
 
     @property
     def slice(self):

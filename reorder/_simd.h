@@ -38,8 +38,13 @@
  * choice: the dst lies in L3, its rows too far apart for the hardware to fetch them).
  * `cols_first`: the AVX-512 tiles' uniform loops walk B's columns outermost and all of A's
  * rows at each, so dst rows are written whole, one after another, rather than one line of
- * each of the slice's rows a pass (the plan's choice). */
+ * each of the slice's rows a pass: with cached stores where COLS_FIRST_CACHED is set, with
+ * streaming ones where COLS_FIRST_STREAMED is (the plan's choice). */
 typedef struct { int64_t nlo, dlo, dhi; int ahead, cols_first; } rows_t;
+enum { COLS_FIRST_CACHED = 1, COLS_FIRST_STREAMED = 2 };
+static inline int cols_first_on(const rows_t* r, int nt) {
+    return (r->cols_first & (nt ? COLS_FIRST_STREAMED : COLS_FIRST_CACHED)) != 0;
+}
 static inline int64_t row_off(const rows_t* r, int64_t b) {
     return r->nlo == 0 ? b * r->dlo : (b / r->nlo) * r->dhi + (b % r->nlo) * r->dlo;
 }
@@ -207,7 +212,7 @@ static void tile_avx512_u32(const uint32_t* src, const arows_t* A, int64_t na, u
     int64_t afast = bfull && nt == uniform_nt
         ? uniform_rows_tail(A, rows, na, 16, bfull == nbw, nt, &tail) : 0;
     if (afast) uniform_u32_512(src, A->slo, afast, tail, dst, rows->dlo, bs, bfull, nt,
-                               rows->cols_first);
+                               cols_first_on(rows, nt));
     /* the rows the uniform loop took need only their ragged columns, if any */
     for (int64_t a0 = bfull < nbw ? 0 : afast; a0 < na; a0 += 16) {
         int n = na - a0 < 16 ? (int)(na - a0) : 16;

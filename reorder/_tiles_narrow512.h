@@ -138,7 +138,7 @@ static void tall_u16_uniform512(const uint16_t* src, int64_t slo, int64_t na, ui
                                 const rows_t* rows, int64_t b0s, int64_t bfull, int nt) {
     const int64_t dlo = rows->dlo;
     const int st = nt && ((dlo * 2) & 63) == 0;
-    if (rows->cols_first)
+    if (cols_first_on(rows, nt))
         for (int64_t b0 = 0; b0 < bfull; b0 += 16)
             for (int64_t a0 = 0; a0 < na; a0 += 32)
                 tall_u16_tile512(src, slo, a0, b0, dst, dlo, b0s, st);
@@ -194,7 +194,7 @@ N512_TARGET REORDER_ROW_LOOP
 static void lines_u8_uniform512(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,
                                 const rows_t* rows, int64_t b0s, int64_t bfull, int nt) {
     const int64_t dlo = rows->dlo, a1 = na & ~(int64_t)63;
-    if (rows->cols_first)
+    if (cols_first_on(rows, nt))
         for (int64_t b0 = 0; b0 < bfull; b0 += 16)
             for (int64_t a = 0; a < a1; a += 64)
                 lines_u8_tile512(src, slo, a, b0, dst, dlo, b0s, nt);

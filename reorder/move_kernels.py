@@ -49,13 +49,15 @@ TILE_COPY_ROWS_MIN_BYTES = 3 << 19
 TILE_AHEAD_FRACTION = 4
 # Tiles whose dst rows lie a multiple of this many bytes apart walk B's columns outermost,
 # all of A's rows at each (Transpose(cols_first=)): each dst row is then written whole and
-# in order. Row blocks first store one line of each of the slice's rows a pass, and lines
-# that far apart streamed at 0.6 of a copy where rows 256 or 768 bytes apart read 1.1-1.7;
-# with cached stores columns first read 1.0-1.5x there, and 0.88-1.4x at other strides (an
-# AMD Zen 5, docs/kernels.md). A column's A rows must spread over the cache's
-# sets of 64 bytes, at most TILE_COLS_FIRST_ROWS_PER_SET rows a set: the L1's 64 sets where
-# a tile column of 1- and 2-byte elements is part of a source line, which the next columns
-# read again; 1024 sets (an L2's) for f32, whose rows 4 KiB apart read 0.2 of a copy so.
+# in order. Row blocks first store one line of each of the slice's rows a pass; lines that
+# far apart streamed at 0.6 of a copy where rows 256 or 768 bytes apart read 1.1-1.7 (an
+# AMD Zen 5, docs/kernels.md). A column's A rows must spread over the sets of a cache,
+# at most TILE_COLS_FIRST_ROWS_PER_SET rows a set of 64 bytes: streamed, over an L2's 1024
+# sets (f32 rows 4 KiB apart, on 16 of them, read 0.2 of a copy so); cached, where a tile
+# column of 1- and 2-byte elements is part of a source line that the next columns read
+# again, over the L1's 64 (spread over the L2's alone they read 0.83-0.91x cached), and only
+# in the short slices of a cached plan (in a streamed plan's long ones, run cached on more
+# threads, 16-bit columns first read 0.84-0.94x).
 TILE_COLS_FIRST_DST_ROW_BYTES = 512
 TILE_COLS_FIRST_ROWS_PER_SET = 8
 
@@ -479,30 +481,35 @@ class TransposeKernel(Kernel):
             avec = np.array([ha.extent, ha.ss, ha.weight, hv, hp, ha.dim], dtype=np.int64)
         ahead = not nt and prob.itemsize == 1 \
             and prob.moved_bytes >= stream_min_bytes // TILE_AHEAD_FRACTION
-        cols_first = self._cols_first(prob, b, c, ia)
+        cols_first = self._cols_first(prob, b, c, ia, nt)
         lanes = self._copy_lanes(prob, b, ia, ic, slice_, nt)
         return _kernels.Transpose(prob.itemsize, nodes, _checked_array(prob), avec, bvec, nt,
                                   ahead, lanes > 0 or self._copy_out(prob, b, ia, ic, slice_, nt),
                                   lanes, cols_first)
 
     @staticmethod
-    def _cols_first(prob, b, c, ia):
-        """Whether the tiles walk B's columns first (TILE_COLS_FIRST_DST_ROW_BYTES): the
-        AVX-512 tiles of 1-, 2- and 4-byte elements have the loop."""
+    def _cols_first(prob, b, c, ia, nt):
+        """The Transpose runner's cols_first (1 cached, 2 streamed; TILE_COLS_FIRST_DST_ROW_BYTES):
+        the AVX-512 tiles of 1-, 2- and 4-byte elements have the loop."""
         a = prob.nodes[-1]
         if c is not None or ia is not None \
                 or b.ds * prob.itemsize % TILE_COLS_FIRST_DST_ROW_BYTES \
                 or prob.itemsize not in (1, 2, 4) or "avx512" not in _kernels.simd_paths() \
                 or (prob.itemsize < 4 and not _kernels.cpu_features()["avx512 f+bw"]):
-            return False
-        sets = 1024 if TILE_ROWS * prob.itemsize >= 64 else 64
-        if a.extent > sets * TILE_COLS_FIRST_ROWS_PER_SET:
-            return False
-        step = abs(a.ss) * prob.itemsize
-        per_set = [0] * sets
-        for k in range(a.extent):
-            per_set[k * step // 64 % sets] += 1
-        return max(per_set) <= TILE_COLS_FIRST_ROWS_PER_SET
+            return 0
+
+        def spread(sets):
+            if a.extent > sets * TILE_COLS_FIRST_ROWS_PER_SET:
+                return False
+            step, per_set = abs(a.ss) * prob.itemsize, [0] * sets
+            for k in range(a.extent):
+                per_set[k * step // 64 % sets] += 1
+            return max(per_set) <= TILE_COLS_FIRST_ROWS_PER_SET
+
+        wide = spread(1024)
+        streamed = nt and wide
+        cached = wide if TILE_ROWS * prob.itemsize >= 64 else not nt and spread(64)
+        return (2 if streamed else 0) | (1 if cached else 0)
 
     @staticmethod
     def _copy_lanes(prob, b, ia, ic, slice_, nt):

@@ -226,8 +226,8 @@ class Plan:
                 lines.append(f"  tiles: B in slices of {st.runner.slice} a work item"
                              + ("" if st.runner.nt else " (cached stores: " + (_FAR if far else
                                 f"dst footprint <= {_bytes(TILE_DST_BYTES)})"))
-                             + (", columns first: each dst row written whole, in order"
-                                if st.runner.cols_first else ""))
+                             + (f", columns first ({' and '.join(st.runner.cols_first)}): each "
+                                "dst row written whole, in order" if st.runner.cols_first else ""))
                 if st.runner.copy_lanes:
                     lines.append(f"  tiles: a work item's dst rows, on few 4 KiB offsets, are "
                                  f"built {st.runner.copy_lanes} elements at a time in a "

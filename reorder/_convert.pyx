@@ -58,7 +58,7 @@ cdef extern from "_convert_simd.h" nogil:
         int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj
         int nt
     ctypedef struct rq_block_t:
-        int64_t ngroups, dB, nbv, nbw, last, nt, groups, common
+        int64_t ngroups, dB, nbv, nbw, last, nt, groups, common, cols_first
         const int64_t* soff
         const uint16_t* lanes
         const float* ssc
@@ -614,6 +614,7 @@ cdef struct TileSpec:
     int64_t copy_lanes           # cached stores into far B rows: this many lanes at a time
                                  # built in the scratch, each row's part copied out; or 0
     int64_t dsize                # the output's element size
+    int64_t cols_first           # the widening chunks walk the columns outermost (rq_block_t)
 
 
 cdef void _tile_scalar(const src_t* s, const int64_t* soff, dst_t* d, int64_t dB, int64_t nbv,
@@ -722,6 +723,7 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
     for g in range(G):
         lanes[g] = 0xffff
     blk.ngroups, blk.dB, blk.soff, blk.nt, blk.groups = G, T.bds, T.soff, T.nt, T.groups
+    blk.cols_first = T.cols_first
     blk.lanes, blk.ssc, blk.dinv = lanes, ssc, dinv
     blk.acc = acc if c.acc != NULL else NULL
     blk.last = T.last
@@ -1297,15 +1299,20 @@ cdef class ConvertTile(Convert):
                  and of 16 x groups) of a position's B rows at a time in a scratch and copy
                  each row's part out in turn; 0 to store into dst directly. Not with a sum
                  with dst, which reads dst
+    cols_first -- the widening chunks (16-bit and 1-byte sources to f32, scaled 1-byte ones
+                 to 16-bit outputs) walk B's columns outermost, every lane group at each, so
+                 each dst row is written whole and in order (the planner's choice)
     """
     cdef readonly int groups
+    cdef readonly bint cols_first  # the widening chunks walk B's columns outermost
     cdef readonly int64_t nlanes
 
     def __init__(self, int scode, int dcode, const int64_t[:, ::1] nodes,
                  const int64_t[:, ::1] checked, Arith arith not None, int split,
                  const int64_t[::1] soff, const int64_t[::1] koff, const int64_t[::1] coff,
                  const int64_t[:, ::1] acoord, const int64_t[::1] ckdims, const int64_t[::1] b,
-                 bint nt, int groups=1, nlanes=None, int64_t copy_lanes=0):
+                 bint nt, int groups=1, nlanes=None, int64_t copy_lanes=0,
+                 bint cols_first=False):
         Convert.__init__(self, scode, dcode, nodes, checked, arith, split)
         cdef int k
         n = soff.shape[0]
@@ -1331,6 +1338,8 @@ cdef class ConvertTile(Convert):
         self.T.nt = nt
         self.groups = groups
         self.T.groups = groups
+        self.T.cols_first = cols_first
+        self.cols_first = cols_first
         self.T.ngroups = n // 16
         self.T.last = nlanes - 16
         self.nlanes = nlanes

@@ -28,6 +28,9 @@ typedef struct {
     int64_t groups;        /* lane groups converted at once, the plan's choice: 4 of 1-byte
                               outputs (rq_tile4), 2 of 16-bit ones (rq_tile2), else 1; each
                               column's 64 bytes are then one store */
+    int64_t cols_first;    /* the widening chunks (rq_singles) walk the columns outermost,
+                              every group at each, so each dst row is written whole and in
+                              order (the plan's choice) */
     const int64_t* soff;
     const uint16_t* lanes;
     const float* ssc;

@@ -429,6 +429,19 @@ static inline void rq_block_split(rq_block_fn fn, const void* src, void* dst, co
                                       (MODE));                                                  \
         }                                                                                       \
     }
+/* the same chunks, the columns outermost: each dst row is written whole, in order */
+#define RQ_SINGLES_COLS_FIRST(SN, DN, DSIZE, MODE)                                              \
+    for (int64_t b0 = 0; b0 < nbv; b0 += 16)                                                    \
+        for (int64_t g = 0; g < ngroups; g++) {                                                 \
+            const __m512 vs = _mm512_loadu_ps(ssc + 16 * g), vd = _mm512_loadu_ps(dinv + 16 * g); \
+            __m512i acc_ = _mm512_setzero_si512();                                              \
+            char* d0_ = dst + (16 * g + b0 * dB) * DSIZE;                                       \
+            if (RQ_W16_##SN)                                                                    \
+                rq_w16f32_##SN##_##DN(src, soff + 16 * g, b0, d0_, dB * DSIZE, nt);             \
+            else                                                                                \
+                rq_b8cols_##SN##_##DN(src, soff + 16 * g, b0, d0_, dB * DSIZE, nt, vs, vd, m,   \
+                                      &acc_, (MODE));                                           \
+        }
 #define RQ_QUADS(SN, DN, MODE)                                                                  \
     for (int64_t q = 0; q < nquads; q++, soff += 64, ssc += 64, dinv += 64, dst += 64)         \
         rq_tile4_##SN##_##DN(src, soff, dst, dB, nbv, ssc, dinv, m, nt, (MODE),                 \
@@ -801,10 +814,16 @@ rq_pairs_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
 TGT static __attribute__((noinline)) void                                                       \
 rq_singles_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB,             \
                        int64_t ngroups, int64_t nbv, const float* ssc, const float* dinv,       \
-                       const rq_math_t* m, int nt, int mode) {                                  \
+                       const rq_math_t* m, int nt, int mode, int cols_first) {                  \
     /* rq_block's condition: 1-byte sources come unscaled only to f32 (to 16-bit outputs they  \
        go in pairs), so no such body is compiled */                                             \
-    if (!RQ_B8_##SN || (RQ_F32_##DN && mode == RQ_PURE)) RQ_SINGLES(SN, DN, DSIZE, RQ_PURE)     \
+    if (cols_first) {                                                                           \
+        if (!RQ_B8_##SN || (RQ_F32_##DN && mode == RQ_PURE))                                    \
+            RQ_SINGLES_COLS_FIRST(SN, DN, DSIZE, RQ_PURE)                                       \
+        else if (mode == RQ_SSCALE) RQ_SINGLES_COLS_FIRST(SN, DN, DSIZE, RQ_SSCALE)             \
+        else RQ_SINGLES_COLS_FIRST(SN, DN, DSIZE, RQ_SSCALE_ZP)                                 \
+    }                                                                                           \
+    else if (!RQ_B8_##SN || (RQ_F32_##DN && mode == RQ_PURE)) RQ_SINGLES(SN, DN, DSIZE, RQ_PURE) \
     else if (mode == RQ_SSCALE) RQ_SINGLES(SN, DN, DSIZE, RQ_SSCALE)                            \
     else RQ_SINGLES(SN, DN, DSIZE, RQ_SSCALE_ZP)                                                \
 }                                                                                               \
@@ -846,7 +865,7 @@ TGT RQ_ENTRY void rq_block_##SN##_##DN(const void* src, void* dst, const rq_bloc
                                                 || (RQ_F32_##ST && mode == RQ_PURE))            \
                                  && (RQ_F32_##ST || RQ_W16_##ST))) {                            \
         rq_singles_##SN##_##DN(s, k->soff, d, k->dB, k->ngroups, k->nbv, k->ssc, k->dinv, m,    \
-                               (int)k->nt, mode);                                               \
+                               (int)k->nt, mode, (int)k->cols_first);                           \
     } else if (RQ_W16_##ST && mode == RQ_PURE && rq_pairs_fit(k)) {                             \
         rq_pairs_##SN##_##DN(s, k->soff, d, k->dB, k->ngroups / 2, k->nbv, (int)k->nt);         \
     } else {                                                                                    \

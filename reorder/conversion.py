@@ -11,8 +11,8 @@ import numpy as np
 from . import _convert
 from .attrs import scale_array, sum_factor, zero_point
 from .move_kernels import TILE_DST_BYTES
-from .problem import (FAR_PLANE_BYTES, Kernel, Node, far_plane_slice, far_planes,
-                      rows_on_one_offset, slab_lanes)
+from .problem import (COLS_FIRST_DST_ROW_BYTES, FAR_PLANE_BYTES, Kernel, Node, far_plane_slice,
+                      far_planes, rows_on_one_offset, rows_spread, slab_lanes)
 
 __all__ = ["ConversionKernel", "arith_for", "call_values", "tile_b_slice",
            "widened_columns_cached"]
@@ -65,6 +65,18 @@ def widened_columns_cached(prob, runner):
         b = next(nd for nd in prob.nodes if nd.ss == 1 and nd.extent > 1)
         return not far_planes(b, 4)
     return False
+
+
+def _widening_cols_first(prob, b, soff):
+    """Whether a tile's widening chunks (rq_singles: 16-bit and 1-byte sources to f32, scaled
+    1-byte ones to 16-bit outputs; AVX-512) walk B's columns first: dst rows a multiple of
+    problem.COLS_FIRST_DST_ROW_BYTES apart, the lanes' source rows spread over an L2's sets.
+    bf16 -> f32 `nchw -> nhwc` 8x256x56x56 read 0.47 -> 1.39 of a copy on one thread
+    (streamed), 1.15 -> 1.54 on two (cached); u8 -> f32 0.61 -> 0.80 / 1.01 -> 1.43 (cached);
+    at C = 64 and 192 (rows 256 and 768 bytes apart) 0.64-0.82x (docs/kernels.md)."""
+    ssize, dsize = prob.src.dtype.itemsize, prob.dst.dtype.itemsize
+    return ssize < dsize and b.ds * dsize % COLS_FIRST_DST_ROW_BYTES == 0 \
+        and _convert.simd_available() and rows_spread([int(o) * ssize for o in soff], 1024)
 
 
 def _split_node(nodes, qstrides):
@@ -483,4 +495,5 @@ class ConversionKernel(Kernel):
         return _convert.ConvertTile(*codes, nodes, checked, arith, _split_node(onodes, oq),
                                     soff, koff, coff, acoord, np.array(blk_dims, dtype=np.int64),
                                     bvec, nt, groups, nlanes,
-                                    _copy_lanes(prob, b, nt, groups))
+                                    _copy_lanes(prob, b, nt, groups),
+                                    _widening_cols_first(prob, b, soff))

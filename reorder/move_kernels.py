@@ -15,8 +15,9 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _kernels, machine
-from .problem import (ALL_THREADS, FAR_PLANE_BYTES, Kernel, far_plane_slice, far_planes,
-                      plane_offsets, rows_on_one_offset, slab_lanes)
+from .problem import (ALL_THREADS, COLS_FIRST_DST_ROW_BYTES, COLS_FIRST_ROWS_PER_SET,
+                      FAR_PLANE_BYTES, Kernel, far_plane_slice, far_planes, plane_offsets,
+                      rows_on_one_offset, rows_spread, slab_lanes)
 
 __all__ = ["CopyKernel", "BlockKernel", "InterleaveKernel", "TransposeKernel", "GenericKernel"]
 
@@ -47,19 +48,13 @@ TILE_COPY_ROWS_MIN_BYTES = 3 << 19
 # L3 by default): there the lines come from L3, from rows too far apart for the hardware
 # prefetchers; below it they are mostly in L2 and the fetches only cost (docs/kernels.md).
 TILE_AHEAD_FRACTION = 4
-# Tiles whose dst rows lie a multiple of this many bytes apart walk B's columns outermost,
-# all of A's rows at each (Transpose(cols_first=)): each dst row is then written whole and
-# in order. Row blocks first store one line of each of the slice's rows a pass; lines that
-# far apart streamed at 0.6 of a copy where rows 256 or 768 bytes apart read 1.1-1.7 (an
-# AMD Zen 5, docs/kernels.md). A column's A rows must spread over the sets of a cache,
-# at most TILE_COLS_FIRST_ROWS_PER_SET rows a set of 64 bytes: streamed, over an L2's 1024
-# sets (f32 rows 4 KiB apart, on 16 of them, read 0.2 of a copy so); cached, where a tile
-# column of 1- and 2-byte elements is part of a source line that the next columns read
-# again, over the L1's 64 (spread over the L2's alone they read 0.83-0.91x cached), and only
-# in the short slices of a cached plan (in a streamed plan's long ones, run cached on more
-# threads, 16-bit columns first read 0.84-0.94x).
-TILE_COLS_FIRST_DST_ROW_BYTES = 512
-TILE_COLS_FIRST_ROWS_PER_SET = 8
+# The transpose tiles walk B's columns first (problem.COLS_FIRST_DST_ROW_BYTES) where a
+# column's A rows spread over an L2's 1024 sets, streamed; cached, f32 there too, while a
+# tile column of 1- and 2-byte elements, part of a source line that the next columns read
+# again, needs them over the L1's 64 (over the L2's alone they read 0.83-0.91x cached), and
+# only in a cached plan's short slices (in a streamed plan's long ones, run cached on more
+# threads, 16-bit columns first read 0.84-0.94x). f32 rows 4 KiB apart, on 16 of an L2's
+# sets, read 0.2 of a copy columns first (docs/kernels.md).
 
 
 def _node_array(nodes):
@@ -489,26 +484,19 @@ class TransposeKernel(Kernel):
 
     @staticmethod
     def _cols_first(prob, b, c, ia, nt):
-        """The Transpose runner's cols_first (1 cached, 2 streamed; TILE_COLS_FIRST_DST_ROW_BYTES):
-        the AVX-512 tiles of 1-, 2- and 4-byte elements have the loop."""
+        """The Transpose runner's cols_first (1 cached, 2 streamed; see
+        problem.COLS_FIRST_DST_ROW_BYTES): the AVX-512 tiles of 1-, 2- and 4-byte elements
+        have the loop."""
         a = prob.nodes[-1]
-        if c is not None or ia is not None \
-                or b.ds * prob.itemsize % TILE_COLS_FIRST_DST_ROW_BYTES \
+        if c is not None or ia is not None or a.extent > 1024 * COLS_FIRST_ROWS_PER_SET \
+                or b.ds * prob.itemsize % COLS_FIRST_DST_ROW_BYTES \
                 or prob.itemsize not in (1, 2, 4) or "avx512" not in _kernels.simd_paths() \
                 or (prob.itemsize < 4 and not _kernels.cpu_features()["avx512 f+bw"]):
             return 0
-
-        def spread(sets):
-            if a.extent > sets * TILE_COLS_FIRST_ROWS_PER_SET:
-                return False
-            step, per_set = abs(a.ss) * prob.itemsize, [0] * sets
-            for k in range(a.extent):
-                per_set[k * step // 64 % sets] += 1
-            return max(per_set) <= TILE_COLS_FIRST_ROWS_PER_SET
-
-        wide = spread(1024)
+        offsets = [k * abs(a.ss) * prob.itemsize for k in range(a.extent)]
+        wide = rows_spread(offsets, 1024)
         streamed = nt and wide
-        cached = wide if TILE_ROWS * prob.itemsize >= 64 else not nt and spread(64)
+        cached = wide if TILE_ROWS * prob.itemsize >= 64 else not nt and rows_spread(offsets, 64)
         return (2 if streamed else 0) | (1 if cached else 0)
 
     @staticmethod

@@ -217,6 +217,9 @@ class Plan:
                 lines.append(f"  tiles: B whole a position (cached stores: far dst planes widened "
                              f"into f32 that start at {UNALIASED_PLANE_OFFSETS} or more 4 KiB "
                              f"offsets, which machine.TILE_RULES does not slice on this CPU)")
+            if type(st.runner).__name__ == "ConvertTile" and st.runner.cols_first:
+                lines.append("  tiles: the widening chunks walk B's columns first, every lane "
+                             "group at each: each dst row written whole, in order")
             if getattr(st.runner, "copy_lanes", 0) and kernel.name != "transpose":
                 lines.append(f"  tiles: a position's dst rows, a multiple of 4 KiB apart, are "
                              f"built {st.runner.copy_lanes} lanes at a time in a scratch and "

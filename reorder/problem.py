@@ -42,6 +42,27 @@ FAR_PLANE_BYTES = 4096
 FAR_PLANES = 64
 
 
+# Tiles whose dst rows lie a multiple of this many bytes apart walk B's columns outermost,
+# all of A's rows (or a position's lanes) at each, so each dst row is written whole and in
+# order: row blocks (lane groups) first store one line of each of the slice's rows a pass,
+# and lines that far apart streamed at 0.6 of a copy where rows 256 or 768 bytes apart read
+# 1.1-1.7 (an AMD Zen 5, docs/kernels.md). A column's source rows must then spread over a
+# cache's sets of 64 bytes, at most COLS_FIRST_ROWS_PER_SET to a set (rows_spread).
+COLS_FIRST_DST_ROW_BYTES = 512
+COLS_FIRST_ROWS_PER_SET = 8
+
+
+def rows_spread(offsets, sets):
+    """Whether rows starting at byte `offsets` fall on `sets` cache sets of 64 bytes at most
+    COLS_FIRST_ROWS_PER_SET to a set (rows 4 KiB apart crowd 1/64 of them)."""
+    if len(offsets) > sets * COLS_FIRST_ROWS_PER_SET:
+        return False
+    per_set = [0] * sets
+    for off in offsets:
+        per_set[off // 64 % sets] += 1
+    return max(per_set) <= COLS_FIRST_ROWS_PER_SET
+
+
 def far_planes(node, itemsize):
     """Whether the columns of `node` (a tile's B) are FAR_PLANES or more dst planes, each
     FAR_PLANE_BYTES or more from the next (nhwc -> nchw: the channels)."""

@@ -254,6 +254,33 @@ def test_word_tiles_widen_after_the_transpose(sdt, dims, stag, dtag, mode):
     check(src, dims, stag, dtag, sdt, "f32", runner="ConvertTile", src_scales=0.5)
 
 
+# Widening tiles into dst rows a multiple of 512 bytes apart walk B's columns first, every
+# lane group at each (conversion._widening_cols_first): f32 rows of 128 and 256 channels,
+# 16-bit rows of 256 (scaled bytes), whole chunks of 16 columns; 64 channels of f32 (rows
+# 256 bytes apart) keep the groups first.
+WIDENING = [("bf16", "f32", (2, 128, 4, 8), {}), ("f16", "f32", (1, 256, 2, 16), {}),
+            ("s8", "f32", (2, 128, 4, 8), {"src_scales": 0.5}),
+            ("u8", "f32", (1, 256, 4, 4), {"src_scales": 0.25, "src_zero_point": 3}),
+            ("u8", "f32", (2, 128, 4, 8), {}),
+            ("s8", "bf16", (1, 256, 4, 8), {"src_scales": 0.5}),
+            ("bf16", "f32", (2, 64, 4, 8), {})]
+
+
+@pytest.mark.parametrize("sdt,ddt,dims,kw", WIDENING,
+                         ids=[f"{s}-{d}-{'x'.join(map(str, n))}" for s, d, n, _ in WIDENING])
+def test_widening_tiles_columns_first(sdt, ddt, dims, kw, mode):
+    p = ro.plan("abcd", "acdb", dims=dims, src_dtype=sdt, dtype=ddt, **kw)
+    conv = p.runners[0]
+    assert type(conv).__name__ == "ConvertTile", p.explain()
+    assert conv.cols_first == (AVX512 and dims[1] * {"f32": 4, "bf16": 2}[ddt] % 512 == 0), \
+        p.explain()
+    rng = np.random.default_rng(sum(dims) + len(sdt))
+    src = source_values(sdt, math.prod(dims), rng)
+    for threads in (1, 2, 3):
+        check(src, dims, "abcd", "acdb", sdt, ddt, threads=threads,
+              path=expected_path(mode, ddt), **kw)
+
+
 def test_tiles_per_lane_scales_and_sum(mode):
     """Per-channel scales vary across the 16 lanes of a tile; sum reads the old destination
     through the transposed path."""

@@ -67,13 +67,15 @@ def widened_columns_cached(prob, runner):
     return False
 
 
-def _widening_cols_first(prob, b, soff):
-    """Whether a tile's widening chunks (rq_singles: 16-bit and 1-byte sources to f32, scaled
-    1-byte ones to 16-bit outputs; AVX-512) walk B's columns first: dst rows a multiple of
-    problem.COLS_FIRST_DST_ROW_BYTES apart, the lanes' source rows spread over an L2's sets.
-    bf16 -> f32 `nchw -> nhwc` 8x256x56x56 read 0.47 -> 1.39 of a copy on one thread
-    (streamed), 1.15 -> 1.54 on two (cached); u8 -> f32 0.61 -> 0.80 / 1.01 -> 1.43 (cached);
-    at C = 64 and 192 (rows 256 and 768 bytes apart) 0.64-0.82x (docs/kernels.md)."""
+def _tile_cols_first(prob, b, soff):
+    """Whether a tile's widening chunks (rq_singles: whole positions of 16-bit and 1-byte
+    sources to f32, scaled 1-byte ones to 16-bit outputs; AVX-512) walk B's columns first:
+    dst rows a multiple of problem.COLS_FIRST_DST_ROW_BYTES apart, the lanes' source rows
+    spread over an L2's sets. bf16 -> f32 `nchw -> nhwc` 8x256x56x56 read 0.47 -> 1.39 of a
+    copy on one thread (streamed), 1.15 -> 1.54 on two (cached); u8 -> f32 0.61 -> 0.80 /
+    1.01 -> 1.43 (cached); at C = 64 and 192 (rows 256 and 768 bytes apart) 0.64-0.82x. The
+    pairs of 16-bit outputs (f32 -> bf16) read 0.64-2.3x so, and keep their order
+    (docs/kernels.md)."""
     ssize, dsize = prob.src.dtype.itemsize, prob.dst.dtype.itemsize
     return ssize < dsize and b.ds * dsize % COLS_FIRST_DST_ROW_BYTES == 0 \
         and _convert.simd_available() and rows_spread([int(o) * ssize for o in soff], 1024)
@@ -496,4 +498,4 @@ class ConversionKernel(Kernel):
                                     soff, koff, coff, acoord, np.array(blk_dims, dtype=np.int64),
                                     bvec, nt, groups, nlanes,
                                     _copy_lanes(prob, b, nt, groups),
-                                    _widening_cols_first(prob, b, soff))
+                                    _tile_cols_first(prob, b, soff))

@@ -133,16 +133,19 @@ tall_u16_tile512(const uint16_t* src, int64_t slo, int64_t a0, int64_t b0, uint1
         }
 }
 
-/* the tiles of tall_u16_uniform512 columns first: a function of its own, so that the rows-first
-   loop compiles as it did alone (with both loops in one body the byte tiles' rows-first loop
-   read 8% slower on 2 threads) */
-N512_TARGET REORDER_ROW_LOOP __attribute__((noinline))
-static void tall_u16_cols_first512(const uint16_t* src, int64_t slo, int64_t na, uint16_t* dst,
-                                   int64_t dlo, int64_t b0s, int64_t bfull, int st) {
-    for (int64_t b0 = 0; b0 < bfull; b0 += 16)
-        for (int64_t a0 = 0; a0 < na; a0 += 32)
-            tall_u16_tile512(src, slo, a0, b0, dst, dlo, b0s, st);
+/* NAME walks TILE's tiles of H rows x 16 columns columns first (rows_t.cols_first): the
+   columns of B outermost, rows 0..na of A at each. A function of its own, so that the
+   rows-first loop beside it compiles as it did alone (with both loops in one body the byte
+   tiles' rows-first loop read 8% slower on 2 threads). */
+#define N512_COLS_FIRST(NAME, T, TILE, H)                                                      \
+N512_TARGET REORDER_ROW_LOOP __attribute__((noinline))                                         \
+static void NAME(const T* src, int64_t slo, int64_t na, T* dst, int64_t dlo, int64_t b0s,      \
+                 int64_t bfull, int nt) {                                                      \
+    for (int64_t b0 = 0; b0 < bfull; b0 += 16)                                                 \
+        for (int64_t a = 0; a < na; a += (H))                                                  \
+            TILE(src, slo, a, b0, dst, dlo, b0s, nt);                                          \
 }
+N512_COLS_FIRST(tall_u16_cols_first512, uint16_t, tall_u16_tile512, 32)
 
 N512_TARGET REORDER_ROW_LOOP
 static void tall_u16_uniform512(const uint16_t* src, int64_t slo, int64_t na, uint16_t* dst,
@@ -200,15 +203,8 @@ lines_u8_tile512(const uint8_t* src, int64_t slo, int64_t a1, int64_t b0, uint8_
         store_line(d + n512_rev4[o] * dlo, r[o], nt);
 }
 
-/* the tiles of lines_u8_uniform512 columns first (a function of its own: see
-   tall_u16_cols_first512) */
-N512_TARGET REORDER_ROW_LOOP __attribute__((noinline))
-static void lines_u8_cols_first512(const uint8_t* src, int64_t slo, int64_t a1, uint8_t* dst,
-                                   int64_t dlo, int64_t b0s, int64_t bfull, int nt) {
-    for (int64_t b0 = 0; b0 < bfull; b0 += 16)
-        for (int64_t a = 0; a < a1; a += 64)
-            lines_u8_tile512(src, slo, a, b0, dst, dlo, b0s, nt);
-}
+N512_COLS_FIRST(lines_u8_cols_first512, uint8_t, lines_u8_tile512, 64)
+#undef N512_COLS_FIRST
 
 N512_TARGET REORDER_ROW_LOOP
 static void lines_u8_uniform512(const uint8_t* src, int64_t slo, int64_t na, uint8_t* dst,

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import reorder as ro
+from reorder import _kernels
 from reorder.plan_cache import cached_plan
 
 from reference import uint_view
@@ -45,6 +46,14 @@ CASES = [
 PERM = {("nchw", "nhwc"): (0, 2, 3, 1), ("ab", "ba"): (1, 0)}
 
 
+def _has_loop(dtype):
+    """Whether this CPU has the columns-first loops for dtype's elements (AVX-512 tiles; BW
+    for 1- and 2-byte ones): elsewhere no plan chooses the order."""
+    size = np.dtype(STORAGE[dtype]).itemsize
+    return "avx512" in _kernels.simd_paths() and \
+        (size == 4 or _kernels.cpu_features()["avx512 f+bw"])
+
+
 def _check(x, dtype, src, dst, in_streamed, in_cached):
     before = x.copy()
     expected = np.ascontiguousarray(x.transpose(PERM[src, dst]))
@@ -52,7 +61,7 @@ def _check(x, dtype, src, dst, in_streamed, in_cached):
         p = cached_plan(ro.Desc.of(x, dtype=dtype, tag=src),
                         ro.Desc(x.shape, dtype, dst), stream_min_bytes=threshold)
         assert p.kernel == "transpose", p.explain()
-        assert p.runners[0].cols_first == cols_first, p.explain()
+        assert p.runners[0].cols_first == (cols_first if _has_loop(dtype) else ()), p.explain()
         check_on_threads(p, x, expected, STORAGE[dtype], threshold)
     assert np.array_equal(uint_view(x), uint_view(before))        # input untouched
 

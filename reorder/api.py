@@ -183,21 +183,40 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
     >>> y.shape
     (2, 2, 5, 5, 16)
     """
+    no_attrs = (src_scales is None and src_scale_mask is None and dst_scales is None
+                and dst_scale_mask is None and src_zero_point is None and dst_zero_point is None
+                and sum_beta is None)
+    tags = type(src) is str and type(dst) is str and src_groups is None and dst_groups is None \
+        and packed is None
+    if tags and type(x) is np.ndarray and (no_attrs or (type(src_zero_point) in _ONE_VALUE and
+                                                        type(dst_zero_point) in _ONE_VALUE)):
+        # a call repeated: its key names everything the route depends on (with tags, no groups
+        # and at most single zero points, a call is low-bit only through the dtypes, in the key)
+        if no_attrs:
+            key = (x.shape, x.strides, x.dtype, src, dst, None if dims is None else tuple(dims),
+                   dtype, src_dtype)
+            p = _lookup(_BY_KEY, key)
+            if p is not None:
+                return p(x if src_dtype is None else _read_as(x, p.src.dtype), out=out,
+                         threads=threads)
+        else:
+            p = _lookup(_BY_ATTRS, _attrs_key(x, src, dst, dims, dtype, src_dtype, src_scales,
+                                              src_scale_mask, dst_scales, dst_scale_mask,
+                                              src_zero_point, dst_zero_point, sum_beta))
+            if p is not None:
+                return _run_with_values(p, x, out, threads, src_dtype, src_scales, dst_scales,
+                                        src_zero_point, dst_zero_point, sum_beta)
     arr = as_array(x)
     if _lowbit_wanted(arr, src, dst, src_dtype, dtype, (src_groups, dst_groups),
                       (src_zero_point, dst_zero_point), packed):
         return _reorder_lowbit(arr, src, dst, dims, out, threads, src_dtype, dtype, packed,
                                src_scales, src_scale_mask, dst_scales, dst_scale_mask,
                                src_zero_point, dst_zero_point, sum_beta, src_groups, dst_groups)
-    if not (src_scales is None and src_scale_mask is None and dst_scales is None
-            and dst_scale_mask is None and src_zero_point is None and dst_zero_point is None
-            and sum_beta is None):
+    if not no_attrs:
         # Plans are keyed by the attributes' structure (masks, value shapes, which operations);
         # the values themselves are this call's arguments, checked and handed to the runner.
-        key = (arr.shape, arr.strides, arr.dtype, src, dst, None if dims is None else tuple(dims),
-               dtype, src_dtype, _value_key(src_scales), type(src_scale_mask), src_scale_mask,
-               _value_key(dst_scales), type(dst_scale_mask), dst_scale_mask,
-               src_zero_point is None, dst_zero_point is None, sum_beta is None)
+        key = _attrs_key(arr, src, dst, dims, dtype, src_dtype, src_scales, src_scale_mask,
+                         dst_scales, dst_scale_mask, src_zero_point, dst_zero_point, sum_beta)
         p = _lookup(_BY_ATTRS, key)
         if p is None:
             attrs = _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask,
@@ -206,22 +225,15 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
             p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype), None, attrs)
             _remember(_BY_ATTRS, key, p, _BY_KEY_MAX)
             return p(arr, out=out, threads=threads)
-        values = call_values(p.attrs, p._values, src_scales, dst_scales, src_zero_point,
-                             dst_zero_point, sum_beta)
-        if src_dtype is not None:
-            arr = _read_as(arr, p.src.dtype)
-        arr, out = p.bind(arr, out)
-        p.execute(arr, out, p.nthreads(threads), values=values)
-        return out
-    if isinstance(src, str) and isinstance(dst, str) and src_dtype is None:
-        # the common call: skip rebuilding descriptors when the array looks the same
+        return _run_with_values(p, arr, out, threads, src_dtype, src_scales, dst_scales,
+                                src_zero_point, dst_zero_point, sum_beta)
+    if tags:
+        # remembered for the next call with this key (the lookup at the top)
         key = (arr.shape, arr.strides, arr.dtype, src, dst, None if dims is None else tuple(dims),
-               dtype)
-        p = _lookup(_BY_KEY, key)
-        if p is None:
-            sdesc, arr = _src_desc(arr, src, dims, None)
-            p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype))
-            _remember(_BY_KEY, key, p, _BY_KEY_MAX)
+               dtype, src_dtype)
+        sdesc, arr = _src_desc(arr, src, dims, src_dtype)
+        p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype))
+        _remember(_BY_KEY, key, p, _BY_KEY_MAX)
         return p(arr, out=out, threads=threads)
     sdesc, arr = _src_desc(arr, src, dims, src_dtype)
     p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype))
@@ -235,6 +247,30 @@ _CACHE_LOCK = threading.Lock()
 _BY_KEY = {}
 _BY_KEY_MAX = 256
 _BY_ATTRS = {}
+
+
+_ONE_VALUE = (type(None), int, float)
+
+
+def _attrs_key(arr, src, dst, dims, dtype, src_dtype, src_scales, src_scale_mask, dst_scales,
+               dst_scale_mask, src_zero_point, dst_zero_point, sum_beta):
+    """A call with attributes: what its plan depends on (not the values)."""
+    return (arr.shape, arr.strides, arr.dtype, src, dst, None if dims is None else tuple(dims),
+            dtype, src_dtype, _value_key(src_scales), type(src_scale_mask), src_scale_mask,
+            _value_key(dst_scales), type(dst_scale_mask), dst_scale_mask,
+            src_zero_point is None, dst_zero_point is None, sum_beta is None)
+
+
+def _run_with_values(p, arr, out, threads, src_dtype, src_scales, dst_scales, src_zero_point,
+                     dst_zero_point, sum_beta):
+    """Run a plan with attributes on this call's values (checked against the plan's)."""
+    values = call_values(p.attrs, p._values, src_scales, dst_scales, src_zero_point,
+                         dst_zero_point, sum_beta)
+    if src_dtype is not None:
+        arr = _read_as(arr, p.src.dtype)
+    arr, out = p.bind(arr, out)
+    p.execute(arr, out, p.nthreads(threads), values=values)
+    return out
 
 
 def _value_key(v):

@@ -176,6 +176,33 @@ def test_plan_caches_under_eight_python_threads(monkeypatch):
     assert not errors, errors[:5]
 
 
+def test_repeated_calls_find_their_plan_by_signature_src_dtype_included():
+    """A repeated call, with src_dtype= and with scales too, runs its plan without planning
+    again; the signature keeps one array's words read as bf16 apart from the same words read
+    as f16, and every result is the reference's."""
+    from reorder.plan_cache import cached_plan
+    dims = (2, 19, 3, 5)
+    words = np.random.default_rng(3).integers(0, 0x7c00, dims).astype(np.uint16)
+    want = ref_reorder(words, dims, "abcd", "aBcd16b")
+    as_f32 = (words.astype(np.uint32) << 16).view(np.float32)
+    for src_dtype, storage in (("bf16", "bfloat16"), ("f16", "float16"), ("bf16", "bfloat16")):
+        ro.reorder(words, "nchw", "nChw16c", src_dtype=src_dtype)
+        before = cached_plan.cache_info()
+        for _ in range(3):
+            got = ro.reorder(words, "nchw", "nChw16c", src_dtype=src_dtype)
+            assert got.dtype.name == storage
+            np.testing.assert_array_equal(got.reshape(-1).view(np.uint16), want)
+        assert cached_plan.cache_info() == before, f"src_dtype={src_dtype}: the call planned again"
+    ro.reorder(words, "nchw", "nChw16c", src_dtype="bf16", dtype="f32", src_scales=1.0)
+    before = cached_plan.cache_info()
+    for scale in (2.0, 0.25, 8.0):          # powers of two: exact in f32
+        got = ro.reorder(words, "nchw", "nChw16c", src_dtype="bf16", dtype="f32", src_scales=scale)
+        np.testing.assert_array_equal(
+            got.reshape(-1), ref_reorder(as_f32 * np.float32(scale), dims, "abcd", "aBcd16b"))
+    assert cached_plan.cache_info() == before, "a call with other scale values planned again"
+    np.testing.assert_array_equal(words, np.random.default_rng(3).integers(0, 0x7c00, dims))
+
+
 @pytest.mark.parametrize("dims,src,dst,dtype,scale", [
     ((2, 3, 4, 5), "nchw", "nhwc", "f32", None),
     ((2, 19, 3, 5), "nchw", "nChw16c", "s8", None),

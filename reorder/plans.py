@@ -78,6 +78,11 @@ class Plan:
             sum(min(0, (n - 1) * st) for n, st in zip(shape, self._in_strides)),
             sum(max(0, (n - 1) * st) for n, st in zip(shape, self._in_strides)) + size)
         self._out_nbytes = int(np.prod(self._out_shape)) * dst.dtype.itemsize
+        # a flat contiguous buffer holds the source from its first element (bind_source):
+        # the direct path takes one of at least the source's span, as it takes the array
+        lo, hi = self._in_span
+        self._flat_nbytes = hi if self._in_shape is not None and hi > 0 and lo == 0 else None
+        self._flat_strides = (size,)
         self.moved_bytes = sum(st.problem.moved_bytes for st in self.steps)
         # the most threads this much work keeps busy: each needs PARALLEL_MIN_BYTES of it
         self.max_threads = max(1, self.moved_bytes // PARALLEL_MIN_BYTES)
@@ -123,13 +128,17 @@ class Plan:
     def __call__(self, x, out=None, threads=None):
         direct = self._direct
         if direct is not None and type(x) is np.ndarray and type(out) is np.ndarray \
-                and x.shape == self._in_shape and out.shape == self._out_shape \
-                and x.strides == self._in_strides and x.dtype in self._in_dtypes \
+                and (x.shape == self._in_shape and x.strides == self._in_strides
+                     or x.ndim == 1 and x.strides == self._flat_strides
+                     and self._flat_nbytes is not None and x.nbytes >= self._flat_nbytes) \
+                and out.shape == self._out_shape and x.dtype in self._in_dtypes \
                 and out.dtype in self._out_dtypes and out.flags.carray:
             # bind's fast checks and execute's single step, inline; anything else (an
             # unaligned or overlapping out, a view to rebind) takes the full path below
             a, b = data_address(x), data_address(out)
             lo, hi = self._in_span
+            if x.ndim == 1 and x.nbytes > hi:
+                hi = x.nbytes       # a flat buffer's unread tail is the caller's input too
             if b + self._out_nbytes <= a + lo or a + hi <= b:
                 n = self.nthreads(threads)
                 run, upto, values = direct

@@ -207,12 +207,16 @@ def test_repeated_calls_find_their_plan_by_signature_src_dtype_included():
     ((2, 3, 4, 5), "nchw", "nhwc", "f32", None),
     ((2, 19, 3, 5), "nchw", "nChw16c", "s8", None),
     ((17, 16, 3, 3), "oihw", "OIhw4i16o4i", "bf16", None),
-    ((2, 19, 3, 5), "nchw", "nChw16c", "f32", 4.0)])
-def test_call_beside_and_over_its_source(dims, src, dst, dtype, scale):
+    ((2, 19, 3, 5), "nchw", "nChw16c", "f32", 4.0),
+    ((17, 19, 3, 3), "OIhw4i16o4i", "oihw", "s8", None),
+    ((2, 19, 3, 5), "nChw16c", "nchw", "f32", None)])
+@pytest.mark.parametrize("flat", [False, True], ids=["physical", "flat"])
+def test_call_beside_and_over_its_source(dims, src, dst, dtype, scale, flat):
     """A call runs its single step directly (a conversion with the plan's own scale too)
-    once the arrays pass the checks inline: an out that ends where x begins, or begins where
-    x ends, is written (and right); one that shares a single element with x at either end
-    is refused, and x is untouched."""
+    once the arrays pass the checks inline, for the source's physical array and for a flat
+    buffer holding it: an out that ends where x begins, or begins where x ends, is written
+    (and right); one that shares a single element with x at either end is refused, and x is
+    untouched. A flat buffer longer than the source is the caller's input to its end."""
     kw = {} if scale is None else {"src_scales": scale}
     p = ro.plan(ro.Desc(dims, dtype, src), ro.Desc(dims, dtype, dst), **kw)
     storage = np.dtype(p.src.dtype.storage)
@@ -223,17 +227,23 @@ def test_call_beside_and_over_its_source(dims, src, dst, dtype, scale):
     expected = ref_reorder(values, dims, abstract[src], abstract[dst])
     if scale is not None:       # small integers times a power of two: exact in f32
         expected = expected * storage.type(scale)
-    for start_x, start_out, overlap in [(nout, 0, False), (0, nin, False),
-                                        (nout - 1, 0, True), (0, nin - 1, True)]:
-        buf = np.zeros(nin + nout, storage)
+    cases = [(nout, 0, False, 0), (0, nin, False, 0), (nout - 1, 0, True, 0), (0, nin - 1, True, 0)]
+    if flat:        # x with a tail of 5 elements: out beyond it is apart, out in it is not
+        cases += [(0, nin + 5, False, 5), (0, nin + 4, True, 5)]
+    for start_x, start_out, overlap, tail in cases:
+        buf = np.zeros(nin + nout + tail, storage)
         buf[start_x:start_x + nin] = values
-        x = buf[start_x:start_x + nin].reshape(p.src.physical_shape)
+        x = buf[start_x:start_x + nin + tail]
+        if not flat:
+            x = x.reshape(p.src.physical_shape)
         out = buf[start_out:start_out + nout].reshape(p.dst.physical_shape)
         if overlap:
             with pytest.raises(ro.ReorderError, match="overlaps"):
                 p(x, out, 1)
             assert np.array_equal(buf[start_x:start_x + nin], values)
         else:
-            assert p(x, out, 1) is out
+            with pytest.MonkeyPatch.context() as mp:     # the direct path, not bind's
+                mp.setattr(type(p), "bind", lambda *a: pytest.fail("the call took bind's path"))
+                assert p(x, out, 1) is out
             assert np.array_equal(out.reshape(-1), np.asarray(expected).reshape(-1))
-            assert np.array_equal(x.reshape(-1), values)
+            assert np.array_equal(x.reshape(-1)[:nin], values)

@@ -209,8 +209,8 @@ def test_padded_split_is_the_blocked_tag():
     fwd = compiled[("n (c c16) h w -> n c h w c16", x.shape)].plan
     inv = compiled[("n c h w c16 -> n (c c16) h w", y.shape)].plan
     from reorder.api import _BY_KEY as REORDER_PLANS
-    assert fwd is REORDER_PLANS[(x.shape, x.strides, x.dtype, "nchw", "nChw16c", None, None)]
-    assert inv is REORDER_PLANS[(y.shape, y.strides, y.dtype, "nChw16c", "nchw", x.shape, None)]
+    assert fwd is REORDER_PLANS[(x.shape, x.strides, x.dtype, "nchw", "nChw16c", None, None, None)]
+    assert inv is REORDER_PLANS[(y.shape, y.strides, y.dtype, "nChw16c", "nchw", x.shape, None, None)]
 
 
 def test_inverse_drops_padding_for_weights():

@@ -17,6 +17,10 @@
  * Only rows r < rv and columns c < cv hold data. Plain -> blocked writes zeros for the rest
  * (destination padding) in the same pass; blocked -> plain skips them.
  *
+ * Runs (coff set): the plain side's rows are contiguous instead, and column c is the run of
+ * R elements at coff[c] (hwio: the 16 o of one i and one spatial position). A run goes whole
+ * to (or from) its scratch row, with the interleave stage as above; nothing to transpose.
+ *
  * Streaming (nt): the destination is first built in a second scratch and then copied out
  * with non-temporal stores of whole 64-byte lines (the caller issues the sfence).
  *
@@ -53,6 +57,7 @@ typedef struct {
     int64_t R, C, il;       /* rows, columns, interleave width of the blocked side */
     int64_t rs;             /* plain-side row stride, elements (may be negative) */
     const int32_t* q;       /* C entries: scratch row of each column */
+    const int64_t* coff;    /* runs: C entries, column c's plain offset (elements); else NULL */
     int esize;              /* bytes per element: 1, 2, 4 or 8 */
     /* il = 4, groups of 64 or 128 bytes: the byte permutes to the blocked order ([0]) and
      * back ([1]), set by blk_prepare; ix_bytes is 0 where they do not apply */
@@ -82,6 +87,7 @@ static void blk_prepare_regs(blk_t* b);
 static void blk_prepare(blk_t* b) {
     const int64_t e = b->esize, R = b->R, row = R * e;
     blk_prepare_regs(b);
+    if (b->coff) b->vk = b->vid = 0;     /* runs: the columns are not rows' segments */
     b->ix_bytes = 0;
     if (b->il != 4 || (row != 16 && row != 32)) return;
     b->ix_bytes = (int)(4 * row);
@@ -1027,6 +1033,65 @@ static inline void blk_deinterleave(const blk_t* b, const char* in, char* T, int
     blk_deinterleave_scalar(b, in, T);
 }
 
+/* n bytes of a run; the sizes of 16 rows of 1-, 2-, 4- and 8-byte elements as constants */
+static inline void blk_run_copy(char* d, const char* s, int64_t n) {
+    switch (n) {
+    case 16: memcpy(d, s, 16); return;
+    case 32: memcpy(d, s, 32); return;
+    case 64: memcpy(d, s, 64); return;
+    case 128: memcpy(d, s, 128); return;
+    default: memcpy(d, s, (size_t)n);
+    }
+}
+
+/* Runs, plain -> blocked: each valid column's run into its scratch row (zeros around the
+ * valid part), then the interleave into dst, streamed through T2 when nt. */
+static void blk_runs_to_blocked(const blk_t* b, const char* rows, char* dst, int64_t rv,
+                                int64_t cv, char* T, char* T2, int nt, int simd) {
+    const int64_t e = b->esize, row = b->R * e, n = b->C * row;
+    char* t = (b->il == 1 && !nt) ? dst : T;
+    const int32_t* q = b->q;
+    const int64_t* coff = b->coff;
+    int64_t c = 0;
+    if (rv < b->R || cv < b->C) memset(t, 0, n);
+#if REORDER_BLK_X86
+    if (simd && rv * e == 16) {
+        /* 16-byte runs (bytes): eight loads in flight, then their stores */
+        for (; c + 8 <= cv; c += 8) {
+            __m128i v[8];
+            for (int k = 0; k < 8; k++)
+                v[k] = _mm_loadu_si128((const __m128i*)(rows + coff[c + k] * e));
+            for (int k = 0; k < 8; k++)
+                _mm_storeu_si128((__m128i*)(t + (int64_t)q[c + k] * row), v[k]);
+        }
+    }
+#endif
+    for (; c < cv; c++)
+        blk_run_copy(t + (int64_t)q[c] * row, rows + coff[c] * e, rv * e);
+    if (b->il == 1) {
+        if (nt) blk_copy_out(dst, T, n, 1, simd);
+    } else if (nt) {
+        blk_interleave(b, T, T2, simd);
+        blk_copy_out(dst, T2, n, 1, simd);
+    } else {
+        blk_interleave(b, T, dst, simd);
+    }
+}
+
+/* Runs, blocked -> plain: the block de-interleaved into T, each valid column's valid part
+ * out to its run (cached stores: a run is at most a few lines). */
+static void blk_runs_to_plain(const blk_t* b, const char* src, char* rows, int64_t rv,
+                              int64_t cv, char* T, int simd) {
+    const int64_t e = b->esize, row = b->R * e;
+    const char* t = src;
+    if (b->il != 1) {
+        blk_deinterleave(b, src, T, simd);
+        t = T;
+    }
+    for (int64_t c = 0; c < cv; c++)
+        blk_run_copy(rows + b->coff[c] * e, t + (int64_t)b->q[c] * row, rv * e);
+}
+
 /* One block, plain -> blocked. rows: plain row 0 of the block; dst: the blocked block.
  * T, T2: scratch of BLK_MAX_BYTES each (the caller's stack), 64-byte aligned. */
 static void blk_to_blocked(const blk_t* b, const char* rows, char* dst, int64_t rv, int64_t cv,
@@ -1037,6 +1102,10 @@ static void blk_to_blocked(const blk_t* b, const char* rows, char* dst, int64_t 
     int64_t c0 = 0;
     if (rv <= 0) {
         memset(dst, 0, n);
+        return;
+    }
+    if (b->coff) {
+        blk_runs_to_blocked(b, rows, dst, rv, cv, T, T2, nt, simd);
         return;
     }
 #if REORDER_BLK_X86
@@ -1065,6 +1134,10 @@ static void blk_to_plain(const blk_t* b, const char* src, char* rows, int64_t rv
     const int e = b->esize;
     const char* t = src;
     if (rv <= 0 || cv <= 0) return;
+    if (b->coff) {
+        blk_runs_to_plain(b, src, rows, rv, cv, T, simd);
+        return;
+    }
 #if REORDER_BLK_X86
     if (simd >= 2 && b->vk) {
         blk_to_plain_regs(b, src, nt ? T2 : rows, nt ? b->C : b->rs, rv, cv, T);

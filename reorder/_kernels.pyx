@@ -634,6 +634,7 @@ cdef extern from "_blocks.h" nogil:
     ctypedef struct blk_t:
         int64_t R, C, il, rs
         const int32_t* q
+        const int64_t* coff
         int esize
         int64_t vk
     int blk_have_avx2()
@@ -717,16 +718,20 @@ cdef class Blocks:
     shape    -- (R, C, il, plain row stride, to_blocked, row dim or -1, row weight,
                 column dim or -1, columns per column-dim step)                   # IN
     nt       -- stream (non-temporal) stores                                    # IN
+    coff     -- runs: per plain column, its plain offset in elements (int64, C entries);
+                the rows are contiguous (row stride 1) and each column is a run of R
+                elements. None: the columns are contiguous.                     # IN
     """
     cdef NodeList p
     cdef blk_t b
     cdef BlockDims D
-    cdef object q_keep
+    cdef object q_keep, coff_keep
     cdef readonly bint nt       # streaming stores, as the plan decided
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
-                 q, const int64_t[::1] shape, bint nt):
+                 q, const int64_t[::1] shape, bint nt, coff=None):
         cdef const int32_t[::1] qv = q
+        cdef const int64_t[::1] cv
         cdef int64_t k
         if itemsize not in (1, 2, 4, 8):
             raise ValueError(f"block element size {itemsize} is not 1, 2, 4 or 8")
@@ -747,6 +752,13 @@ cdef class Blocks:
         self.q_keep = qv
         self.b.R, self.b.C, self.b.il, self.b.rs = R, C, il, shape[3]
         self.b.q = &qv[0]
+        self.b.coff = NULL
+        if coff is not None:
+            cv = coff
+            if cv.shape[0] != C or shape[3] != 1:
+                raise ValueError(f"runs need {C} column offsets and a row stride of 1")
+            self.coff_keep = cv
+            self.b.coff = &cv[0]
         self.b.esize = itemsize
         blk_prepare(&self.b)
         self.D.to_blocked = shape[4] != 0
@@ -759,6 +771,12 @@ cdef class Blocks:
         """The path this runner takes now (it follows set_simd): 'avx512', 'avx2' or
         'portable'."""
         return ("portable", "avx2", "avx512")[_blocks_simd()]
+
+    @property
+    def runs(self):
+        """Whether the plain side's columns are runs of R contiguous elements (hwio), moved
+        whole to and from the scratch rows."""
+        return self.b.coff != NULL
 
     @property
     def in_registers(self):

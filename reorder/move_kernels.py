@@ -168,6 +168,7 @@ class _BlockShape(NamedTuple):
     cols: tuple         # node indices of the columns, plain-side order (innermost first)
     il: int             # interleave width of the blocked side
     to_blocked: bool
+    runs: bool = False  # the plain side's rows are contiguous: each column is a run of R
 
 
 # 1- and 2-byte activations blocked by 16 channels whose planes have at most this many
@@ -221,7 +222,37 @@ class BlockKernel(Kernel):
                 if not BlockKernel._bounds_fit(nodes, rn, cdims, to_blocked, checked):
                     continue
                 return _BlockShape(tuple(block), r, tuple(chain), il, to_blocked)
-        return None
+        return BlockKernel._parse_runs(nodes, block, to_blocked, checked) if len(block) >= 2 \
+            else None
+
+    @staticmethod
+    def _parse_runs(nodes, block, to_blocked, checked):
+        """The rows contiguous on the plain side (hwio's o) and groups of il = block[0]'s
+        extent (2 or 4) columns interleaved with them on the blocked side (OIhw4i16o4i,
+        OIhw8i16o2i):
+        each column is a run of R elements, anywhere. The columns are numbered unchecked
+        nodes first, then the checked dim's nodes by weight, so a column's coordinate along
+        that dim is c // cunit as in the contiguous case."""
+        ps = (lambda nd: nd.ss) if to_blocked else (lambda nd: nd.ds)
+        r, cols, il = block[1], (block[0],) + tuple(block[2:]), nodes[block[0]].extent
+        rn = nodes[r]
+        if ps(rn) != 1 or rn.extent < 2 or il not in (2, 4):
+            # (the interleave stage has vector paths for il = 2 and 4; wider groups, ohwi's
+            # OIhw16i16o, keep the small transposed blocks)
+            return None
+        cdims = {nodes[i].dim for i in cols if nodes[i].dim >= 0}
+        if len(cdims) > 1 or (rn.dim >= 0 and rn.dim in cdims):
+            return None
+        checked_cols = sorted((i for i in cols if nodes[i].dim >= 0), key=lambda i: nodes[i].weight)
+        step = 1
+        for i in checked_cols:
+            if nodes[i].weight != step:
+                return None
+            step *= nodes[i].extent
+        if not BlockKernel._bounds_fit(nodes, rn, cdims, to_blocked, checked):
+            return None
+        order = tuple(i for i in cols if nodes[i].dim < 0) + tuple(checked_cols)
+        return _BlockShape(tuple(block), r, order, il, to_blocked, True)
 
     @staticmethod
     def _small_planes(nodes, shape, itemsize):
@@ -272,6 +303,11 @@ class BlockKernel(Kernel):
                 if shape is not None and activations and \
                         not self._small_planes(nodes, shape, prob.itemsize):
                     shape = None
+                if shape is not None and shape.cols == (block[0],) and shape.il > 1 \
+                        and not prob.checked:
+                    # rows of il elements contiguous on both sides, nothing to transpose:
+                    # the copy kernel's grid moves them (hwio -> OIhw16i16o)
+                    shape = None
                 if shape is not None:
                     return shape
         return None
@@ -289,19 +325,34 @@ class BlockKernel(Kernel):
         # the scratch row of each plain column: its blocked offset with r taken out
         c = np.arange(C, dtype=np.int64)
         boff = np.zeros(C, dtype=np.int64)
+        coff = np.zeros(C, dtype=np.int64) if sh.runs else None
+        unit = 1
         for i in sh.cols:
             nd = nodes[i]
-            boff += (c // ps(nd)) % nd.extent * bs(nd)
+            # a contiguous plain side numbers its columns by their plain offsets; runs in
+            # sh.cols order, the first fastest
+            k = (c // unit) % nd.extent if sh.runs else (c // ps(nd)) % nd.extent
+            boff += k * bs(nd)
+            if sh.runs:
+                coff += k * ps(nd)
+            unit *= nd.extent
         group = R * sh.il
         q = (boff // group * sh.il + boff % group).astype(np.int32)
         checked_cols = [i for i in sh.cols if nodes[i].dim >= 0]
         cdim = nodes[checked_cols[0]].dim if checked_cols else -1
-        cunit = min(ps(nodes[i]) // nodes[i].weight for i in checked_cols) if checked_cols else 1
+        if sh.runs:
+            cunit = math.prod(nodes[i].extent for i in sh.cols if nodes[i].dim < 0)
+        else:
+            cunit = min(ps(nodes[i]) // nodes[i].weight for i in checked_cols) if checked_cols else 1
         shape = np.array([R, C, sh.il, ps(rn), int(sh.to_blocked), rn.dim, rn.weight, cdim, cunit],
                          dtype=np.int64)
         outer = [nd for i, nd in enumerate(nodes) if i not in sh.block]
+        if sh.runs:
+            # the block walk goes along the plain side: the blocks whose runs share lines
+            # (hwio: four O blocks of 16 bytes in a line) come one after another
+            outer.sort(key=lambda nd: -abs(ps(nd)))
         return _kernels.Blocks(prob.itemsize, _node_array(outer).reshape(-1, 5), _checked_array(prob),
-                               q, shape, prob.streams(stream_min_bytes))
+                               q, shape, prob.streams(stream_min_bytes), coff)
 
 
 _BLOCKS = BlockKernel()

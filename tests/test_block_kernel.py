@@ -21,7 +21,7 @@ DTYPES = ["f32", "bf16", "f16", "s8", "u8", "f64"]
 ABSTRACT = {"oihw": "abcd", "OIhw16i16o": "ABcd16b16a", "OIhw4i16o4i": "ABcd4b16a4b",
             "OIhw8i8o": "ABcd8b8a", "IOhw16o16i": "BAcd16a16b", "OIhw16o16i": "ABcd16a16b",
             "goihw": "abcde", "gOIhw16i16o": "aBCde16c16b", "ABcd4b32a4b": "ABcd4b32a4b",
-            "OIhw8i16o2i": "ABcd8b16a2b", "ABcd16b32a2b": "ABcd16b32a2b"}
+            "OIhw8i16o2i": "ABcd8b16a2b", "ABcd16b32a2b": "ABcd16b32a2b", "hwio": "cdba"}
 # ABcd4b32a4b: 32-byte s8 rows, the 256-bit interleave of bytes; OIhw8i16o2i (bf16 weights)
 # and ABcd16b32a2b: pairs interleaved, 16- and 32-row groups
 BLOCKED = ["OIhw16i16o", "OIhw4i16o4i", "OIhw8i8o", "IOhw16o16i", "ABcd4b32a4b", "OIhw8i16o2i",
@@ -91,6 +91,57 @@ def test_weights_match_reference(simd, direction, blocked, dims, dtype):
         _check("oihw", blocked, dims, dtype, simd)
     else:
         _check(blocked, "oihw", dims, dtype, simd)
+
+
+# hwio (TensorFlow's weights, o contiguous) <-> the blocked layouts that interleave groups of
+# 2 or 4 i with 16 o (OIhw4i16o4i, OIhw8i16o2i): every column of a block is a run of 16 o on
+# the hwio side (the block kernel's runs); OIhw16i16o's runs of 16 o are runs on both sides,
+# a copy of runs where nothing is padded. 7x7 f32 blocks exceed the scratch (smaller blocks).
+RUNS_DIMS = DIMS + [(64, 40, 7, 7), (48, 32, 1, 1)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dims", RUNS_DIMS, ids=["x".join(map(str, d)) for d in RUNS_DIMS])
+@pytest.mark.parametrize("blocked", ["OIhw4i16o4i", "OIhw8i16o2i", "OIhw16i16o"])
+@pytest.mark.parametrize("direction", ["to_blocked", "to_plain"])
+def test_hwio_weights_match_reference(simd, direction, blocked, dims, dtype):
+    src, dst = ("hwio", blocked) if direction == "to_blocked" else (blocked, "hwio")
+    rng = np.random.default_rng(sum(dims) + len(dtype))
+    x = ref_from_plain(random_storage(dims, dtype, rng), "abcd", ABSTRACT[src])
+    before = x.copy()
+    expected = ref_reorder(x.reshape(-1), dims, ABSTRACT[src], ABSTRACT[dst]).reshape(
+        ref_physical_shape(dims, ABSTRACT[dst]))
+    for streaming in (False, True):
+        p = cached_plan(ro.Desc(dims, dtype, src), ro.Desc(dims, dtype, dst),
+                        stream_min_bytes=0 if streaming else 1 << 62)
+        if blocked != "OIhw16i16o" and 0 not in dims and min(dims[:2]) >= 2 \
+                and dtype != "f64" and dims[:2] != (16, 16):
+            assert p.kernel == "blocks" and p.runners[0].runs, p.explain()
+            assert p.runners[0].path == _path(simd)
+        if blocked == "OIhw16i16o" and dims == (16, 16, 3, 3):
+            assert p.kernel == "copy", p.explain()
+        check_on_threads(p, x.reshape(p.src.physical_shape), expected, STORAGE[dtype], streaming)
+    assert np.array_equal(uint_view(x), uint_view(before))
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "s8"])
+@pytest.mark.parametrize("view,runs", [("offset", True), ("i_reversed", True), ("i_step", True),
+                                       ("o_reversed", False)])
+@pytest.mark.parametrize("dst", ["OIhw4i16o4i", "OIhw8i16o2i"])
+def test_hwio_views(simd, dst, view, runs, dtype):
+    """Views of an hwio source: an offset start, I reversed (runs at falling addresses) or
+    stepped keep each o run contiguous, so the runs take them; O reversed does not."""
+    big = random_storage((3, 3, 41, 37), dtype, np.random.default_rng(7))
+    v = {"offset": big[1:, :, 2:, 3:], "i_reversed": big[:, :, ::-1], "i_step": big[:, :, ::2],
+         "o_reversed": big[..., ::-1]}[view]
+    before = big.copy()
+    kw = {"src_dtype": "bf16"} if dtype == "bf16" else {}
+    p = ro.plan(ro.Desc.of(v, "hwio", dtype=dtype if dtype == "bf16" else None), dst)
+    assert (p.kernel == "blocks" and p.runners[0].runs) == runs, p.explain()
+    got = ro.reorder(v, "hwio", dst, **kw)
+    expected = ref_from_plain(np.ascontiguousarray(v), "cdba", ABSTRACT[dst])
+    assert np.array_equal(uint_view(got), uint_view(expected))
+    assert np.array_equal(uint_view(big), uint_view(before))
 
 
 @pytest.mark.parametrize("dtype", ["f32", "bf16", "s8"])

@@ -40,4 +40,9 @@ MOVE_CASES = (
     # the 16-bit weights' layout (oneDNN's bf16 convolutions)
     ("oihw->OIhw8i16o2i padded", (200, 120, 3, 3), "oihw", "OIhw8i16o2i"),
     ("OIhw8i16o2i->oihw padded", (200, 120, 3, 3), "OIhw8i16o2i", "oihw"),
+    # TensorFlow's weights (hwio: o contiguous) into oneDNN's layouts and back
+    ("hwio->OIhw16i16o", (512, 512, 3, 3), "hwio", "OIhw16i16o"),
+    ("hwio->OIhw4i16o4i", (512, 512, 3, 3), "hwio", "OIhw4i16o4i"),
+    ("OIhw4i16o4i->hwio", (512, 512, 3, 3), "OIhw4i16o4i", "hwio"),
+    ("hwio->OIhw8i16o2i", (512, 512, 3, 3), "hwio", "OIhw8i16o2i"),
 )

@@ -1033,6 +1033,20 @@ static inline void blk_deinterleave(const blk_t* b, const char* in, char* T, int
     blk_deinterleave_scalar(b, in, T);
 }
 
+/* Plain -> blocked, the scratch filled: the interleave into dst, through T2 when streamed
+ * (il = 1: the scratch was dst itself unless streamed). */
+static inline void blk_scratch_out(const blk_t* b, const char* T, char* T2, char* dst,
+                                   int64_t n, int nt, int simd) {
+    if (b->il == 1) {
+        if (nt) blk_copy_out(dst, T, n, 1, simd);
+    } else if (nt) {
+        blk_interleave(b, T, T2, simd);
+        blk_copy_out(dst, T2, n, 1, simd);
+    } else {
+        blk_interleave(b, T, dst, simd);
+    }
+}
+
 /* n bytes of a run; the sizes of 16 rows of 1-, 2-, 4- and 8-byte elements as constants */
 static inline void blk_run_copy(char* d, const char* s, int64_t n) {
     switch (n) {
@@ -1068,14 +1082,7 @@ static void blk_runs_to_blocked(const blk_t* b, const char* rows, char* dst, int
 #endif
     for (; c < cv; c++)
         blk_run_copy(t + (int64_t)q[c] * row, rows + coff[c] * e, rv * e);
-    if (b->il == 1) {
-        if (nt) blk_copy_out(dst, T, n, 1, simd);
-    } else if (nt) {
-        blk_interleave(b, T, T2, simd);
-        blk_copy_out(dst, T2, n, 1, simd);
-    } else {
-        blk_interleave(b, T, dst, simd);
-    }
+    blk_scratch_out(b, T, T2, dst, n, nt, simd);
 }
 
 /* Runs, blocked -> plain: the block de-interleaved into T, each valid column's valid part
@@ -1118,14 +1125,7 @@ static void blk_to_blocked(const blk_t* b, const char* rows, char* dst, int64_t 
     if (simd) c0 = blk_gather_avx2(b, rows, t, rv, cv, c0);
 #endif
     blk_gather_scalar(b, rows, t, rv, cv, c0);
-    if (b->il == 1) {
-        if (nt) blk_copy_out(dst, T, n, 1, simd);
-    } else if (nt) {
-        blk_interleave(b, T, T2, simd);
-        blk_copy_out(dst, T2, n, 1, simd);
-    } else {
-        blk_interleave(b, T, dst, simd);
-    }
+    blk_scratch_out(b, T, T2, dst, n, nt, simd);
 }
 
 /* One block, blocked -> plain. src: the blocked block; rows: plain row 0 of the block. */

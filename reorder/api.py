@@ -193,9 +193,7 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
         # a call repeated: its key names everything the route depends on (with tags, no groups
         # and at most single zero points, a call is low-bit only through the dtypes, in the key)
         if no_attrs:
-            key = (x.shape, x.strides, x.dtype, src, dst, None if dims is None else tuple(dims),
-                   dtype, src_dtype)
-            p = _lookup(_BY_KEY, key)
+            p = _lookup(_BY_KEY, _plain_key(x, src, dst, dims, dtype, src_dtype))
             if p is not None:
                 return p(x if src_dtype is None else _read_as(x, p.src.dtype), out=out,
                          threads=threads)
@@ -229,8 +227,7 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
                                 src_zero_point, dst_zero_point, sum_beta)
     if tags:
         # remembered for the next call with this key (the lookup at the top)
-        key = (arr.shape, arr.strides, arr.dtype, src, dst, None if dims is None else tuple(dims),
-               dtype, src_dtype)
+        key = _plain_key(arr, src, dst, dims, dtype, src_dtype)
         sdesc, arr = _src_desc(arr, src, dims, src_dtype)
         p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype))
         _remember(_BY_KEY, key, p, _BY_KEY_MAX)
@@ -252,13 +249,19 @@ _BY_ATTRS = {}
 _ONE_VALUE = (type(None), int, float)
 
 
+def _plain_key(arr, src, dst, dims, dtype, src_dtype):
+    """A call with tags and no attributes: what its plan depends on."""
+    return (arr.shape, arr.strides, arr.dtype, src, dst, None if dims is None else tuple(dims),
+            dtype, src_dtype)
+
+
 def _attrs_key(arr, src, dst, dims, dtype, src_dtype, src_scales, src_scale_mask, dst_scales,
                dst_scale_mask, src_zero_point, dst_zero_point, sum_beta):
     """A call with attributes: what its plan depends on (not the values)."""
-    return (arr.shape, arr.strides, arr.dtype, src, dst, None if dims is None else tuple(dims),
-            dtype, src_dtype, _value_key(src_scales), type(src_scale_mask), src_scale_mask,
-            _value_key(dst_scales), type(dst_scale_mask), dst_scale_mask,
-            src_zero_point is None, dst_zero_point is None, sum_beta is None)
+    return _plain_key(arr, src, dst, dims, dtype, src_dtype) + (
+        _value_key(src_scales), type(src_scale_mask), src_scale_mask,
+        _value_key(dst_scales), type(dst_scale_mask), dst_scale_mask,
+        src_zero_point is None, dst_zero_point is None, sum_beta is None)
 
 
 def _run_with_values(p, arr, out, threads, src_dtype, src_scales, dst_scales, src_zero_point,

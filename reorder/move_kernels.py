@@ -229,10 +229,9 @@ class BlockKernel(Kernel):
     def _parse_runs(nodes, block, to_blocked, checked):
         """The rows contiguous on the plain side (hwio's o) and groups of il = block[0]'s
         extent (2 or 4) columns interleaved with them on the blocked side (OIhw4i16o4i,
-        OIhw8i16o2i):
-        each column is a run of R elements, anywhere. The columns are numbered unchecked
-        nodes first, then the checked dim's nodes by weight, so a column's coordinate along
-        that dim is c // cunit as in the contiguous case."""
+        OIhw8i16o2i): each column is a run of R elements, anywhere. The columns are numbered
+        unchecked nodes first, then the checked dim's nodes by weight, so a column's
+        coordinate along that dim is c // cunit as in the contiguous case."""
         ps = (lambda nd: nd.ss) if to_blocked else (lambda nd: nd.ds)
         r, cols, il = block[1], (block[0],) + tuple(block[2:]), nodes[block[0]].extent
         rn = nodes[r]

@@ -324,6 +324,12 @@ def test_runner_rejects_bad_shapes():
         _kernels.Blocks(4, nodes, checked, q * 2, ok, False)
     with pytest.raises(ValueError, match="more than one column"):
         _kernels.Blocks(1, nodes, checked, q // 2, ok, False)
+    runs = np.array([16, 16, 4, 1, 1, -1, 1, -1, 1], np.int64)
+    _kernels.Blocks(1, nodes, checked, q, runs, False, np.arange(16, dtype=np.int64) * 64)
+    with pytest.raises(ValueError, match="runs need 16 column offsets"):
+        _kernels.Blocks(1, nodes, checked, q, runs, False, np.zeros(3, np.int64))
+    with pytest.raises(ValueError, match="row stride of 1"):
+        _kernels.Blocks(1, nodes, checked, q, ok, False, np.zeros(16, np.int64))
 
 
 def test_padding_of_an_outer_dim_beside_padded_rows():

@@ -93,10 +93,14 @@ def _graph(tmp_path, nodes, inits):
 
 def test_undecidable_roles(tmp_path):
     w = np.ones((8, 4, 3, 3), np.float32)
-    # the weight reaches Conv through a Transpose: its layout at the Conv is not the stored one
-    path = _graph(tmp_path, [helper.make_node("Transpose", ["w"], ["wt"], perm=[1, 0, 2, 3]),
+    # the weight reaches Conv through a Reshape whose shape is computed at run time: its
+    # layout at the Conv is not known (a constant shape would be folded)
+    path = _graph(tmp_path, [helper.make_node("Shape", ["x"], ["s"]),
+                             helper.make_node("Reshape", ["w", "s"], ["wt"], name="r"),
                              helper.make_node("Conv", ["x", "wt"], ["y"], name="c")], {"w": w})
-    with pytest.raises(ro.ReorderError, match="role of initializer 'w'.*cannot be decided.*Conv 'c'"):
+    with pytest.raises(ro.ReorderError, match="role of initializer 'w'.*cannot be decided.*Conv "
+                                              "'c'.*Reshape 'r'.*not folded: its input 's' is "
+                                              "not a constant"):
         ro.convert(path, tmp_path / "o.safetensors")
     # a rule decides it
     ro.convert(path, tmp_path / "o.safetensors", rules=[{"match": "w", "role": "conv"}])

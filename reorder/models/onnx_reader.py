@@ -3,14 +3,15 @@
 The protobuf wire format is scanned directly, so that each initializer's `raw_data` becomes a
 (file offset, length) pair that is memory-mapped when the tensor is converted: a model is never
 read whole. Only the graph without its initializers is parsed by the `onnx` package, to read
-the nodes and their attributes.
+the nodes and their attributes; the few small integer constants that parametrize folded ops
+(a Reshape's shape, Squeeze's axes) are read when the model is planned.
 """
 import mmap
 import os
-from collections import defaultdict
 
 import numpy as np
 
+from . import onnx_fold
 from ._extras import require
 from .errors import ConvertError
 from .roles import Role
@@ -149,7 +150,8 @@ def _tensor(w, span):
 
 
 def read(path):
-    """(list of source tensors, {name: Role}) for an ONNX model."""
+    """(list of source tensors, {name: Role}) for an ONNX model. Constant shape-only ops
+    applied to initializers are folded (onnx_fold): their results are the tensors listed."""
     from .readers import SourceTensor, memmap_region
     onnx = require("onnx", "reading ONNX models")
     inits, graph_bytes = scan(path)
@@ -158,7 +160,7 @@ def read(path):
     except Exception as exc:                      # protobuf's DecodeError and friends
         raise ConvertError(f"{path}: corrupt ONNX graph ({type(exc).__name__}: {exc})") from None
     base = os.path.dirname(os.path.abspath(path))
-    tensors = []
+    stored = {}
     for t in inits:
         if t.data_type not in _ONNX_DTYPES:
             raise ConvertError(f"{path}: initializer {t.name!r} has ONNX data type "
@@ -177,9 +179,58 @@ def read(path):
             loader = memmap_region(path, t.raw[0], dt, t.dims)
         else:
             loader = _typed(onnx, path, t, dt)
-        tensors.append(SourceTensor(t.name, t.dims, dt, nbytes, loader,
-                                    bf16=t.data_type == _BF16))
-    return tensors, roles(path, graph, {t.name: t.dims for t in inits})
+        stored[t.name] = SourceTensor(t.name, t.dims, dt, nbytes, loader,
+                                      bf16=t.data_type == _BF16)
+    return _fold(path, graph, stored, onnx)
+
+
+def _fold(path, graph, stored, onnx):
+    """The tensors to convert and their roles: each initializer, or what the folded ops that
+    read it make of it (onnx_fold's docstring: which ops, and how the results are named)."""
+    from onnx import numpy_helper
+    from .readers import SourceTensor
+    uses = onnx_fold.uses_of(graph)
+    outputs = {o.name for o in graph.output}
+    consts = onnx_fold.Constants(graph, {n: (t.shape, t.load) for n, t in stored.items()},
+                                 numpy_helper)
+    refused = {}
+    tensors, out = [], {}
+    for src in stored.values():
+        ends = onnx_fold.follow(src.name, src.shape, uses, outputs, consts, refused)
+        groups = onnx_fold.group(src.name, ends)
+        for name, members in groups:
+            shape, steps = members[0].shape, members[0].steps
+            found = [u for e in members for u in e.uses]
+            if members[0].as_stored():
+                tensors.append(src)
+                steps = ()
+            else:
+                tensors.append(_folded(SourceTensor, src, name, members, len(groups) > 1))
+            after = f" after {', '.join(s.label for s in steps)}" if steps else ""
+            what = f"initializer {src.name!r}" if name == src.name else \
+                f"tensor {name!r} (initializer {src.name!r})"
+            out[name] = _role(path, name, shape, found, uses, refused, after, what,
+                              output=any(e.output for e in members))
+    return tensors, out
+
+
+def _folded(SourceTensor, src, name, members, shared):
+    """The SourceTensor of a folded result: src's bytes through the steps of members[0]."""
+    first = members[0]
+    steps, shape = first.steps, first.shape
+    load = src.load
+
+    def fold_load():
+        return onnx_fold.apply(load(), steps).reshape(shape)
+    meta = {"initializer": src.name, "stored_shape": list(src.shape),
+            "folded": [f"{s.label} -> {list(s.shape)}" for s in steps],
+            "graph_names": [e.name for e in members]}
+    if shared:
+        meta["shared"] = "the initializer feeds other fold chains too"
+    moved = onnx_fold.moves_data(steps, src.shape)
+    return SourceTensor(name, shape, src.dtype, src.nbytes, fold_load, bf16=src.bf16,
+                        meta=meta, extra_cost=src.nbytes if moved else 0,
+                        aliases=(src.name,) if name != src.name else ())
 
 
 def _external(path, base, t, dt, nbytes):
@@ -232,56 +283,51 @@ def _attr(node, name, default):
     return default
 
 
-def roles(path, graph, shapes):
-    """{initializer name: Role} from the ops that use each one. A weight whose layout at its
-    Conv / Gemm / MatMul cannot be read off the initializer is an error naming the path."""
-    uses = defaultdict(list)
-    producers = {}
-    for node in graph.node:
-        for i, name in enumerate(node.input):
-            if name:
-                uses[name].append((node, i))
-        for name in node.output:
-            producers[name] = node
-    out = {}
-    for name, shape in shapes.items():
-        found = {}
-        for node, i in uses.get(name, ()):
-            label = f"{node.op_type} {node.name or '(unnamed)'!r} input {i}"
-            kind = _WEIGHT_SLOTS.get((node.op_type, i))
-            if kind == "fc" and node.op_type == "MatMul" and len(shape) != 2:
-                kind = "other"                     # batched matmul operand: kept as it is
-            if kind in ("conv", "deconv"):
-                role = Role(kind, groups=_attr(node, "group", 1), origin=label)
-            elif kind == "fc":
-                role = Role("fc", trans=bool(_attr(node, "transB", 0)), origin=label)
-                if node.op_type == "Gemm" and _attr(node, "transA", 0) not in (0, 1):
-                    role = Role("other", origin=label)
-            elif kind == "other":
+def _role(path, name, shape, found_uses, uses, refused, after, what, output=False):
+    """The Role of tensor `name` of `shape` read by `found_uses` [(node, input index)]. A
+    weight whose layout at its Conv / Gemm / MatMul cannot be read off the tensor is an
+    "undecided" Role whose origin is the error naming the path. `after` names the folded ops
+    that made the tensor and `what` the tensor, for the messages."""
+    found = {}
+    for node, i in found_uses:
+        label = f"{node.op_type} {node.name or '(unnamed)'!r} input {i}{after}"
+        kind = _WEIGHT_SLOTS.get((node.op_type, i))
+        if kind == "fc" and node.op_type == "MatMul" and len(shape) != 2:
+            kind = "other"                     # batched matmul operand: kept as it is
+        if kind in ("conv", "deconv"):
+            role = Role(kind, groups=_attr(node, "group", 1), origin=label)
+        elif kind == "fc":
+            role = Role("fc", trans=bool(_attr(node, "transB", 0)), origin=label)
+            if node.op_type == "Gemm" and _attr(node, "transA", 0) not in (0, 1):
                 role = Role("other", origin=label)
-            elif (node.op_type, i) in _BIAS_SLOTS:
-                role = Role("bias" if len(shape) == 1 else "other", origin=label)
-            elif (node.op_type, i) in _MATRIX_SLOTS:
-                role = Role("matrix", origin=label)
-            elif node.op_type in _VECTOR_OPS and i >= 1:
-                role = Role("vector" if len(shape) == 1 else "other", origin=label)
+        elif kind == "other":
+            role = Role("other", origin=label)
+        elif (node.op_type, i) in _BIAS_SLOTS:
+            role = Role("bias" if len(shape) == 1 else "other", origin=label)
+        elif (node.op_type, i) in _MATRIX_SLOTS:
+            role = Role("matrix", origin=label)
+        elif node.op_type in _VECTOR_OPS and i >= 1:
+            role = Role("vector" if len(shape) == 1 else "other", origin=label)
+        else:
+            hop = _reaches_weight_slot(node, uses) if len(shape) >= 2 else None
+            if hop is not None:
+                why = refused.get(id(node))
+                why = f" (not folded: {why})" if why else ""
+                role = Role("undecided", origin=(
+                    f"{path}: the role of {what} (shape {list(shape)}) cannot "
+                    f"be decided: it reaches {hop} through {label}, which may change its "
+                    f"layout{why}; name it in a rules file (role, src tag)"))
             else:
-                hop = _reaches_weight_slot(node, uses) if len(shape) >= 2 else None
-                if hop is not None:
-                    role = Role("undecided", origin=(
-                        f"{path}: the role of initializer {name!r} (shape {list(shape)}) cannot "
-                        f"be decided: it reaches {hop} through {label}, which may change its "
-                        f"layout; name it in a rules file (role, src tag) or fold that op"))
-                else:
-                    role = Role("other", origin=label)
-            found[(role.kind, role.groups, role.trans)] = role
-        if len(found) > 1:
-            kinds = "; ".join(r.describe() for r in found.values())
-            found = {"?": Role("undecided", origin=(
-                f"{path}: the role of initializer {name!r} (shape {list(shape)}) cannot be "
-                f"decided: its uses disagree ({kinds}); name it in a rules file"))}
-        out[name] = next(iter(found.values())) if found else Role("other", origin="unused")
-    return out
+                role = Role("other", origin=label)
+        found[(role.kind, role.groups, role.trans)] = role
+    if len(found) > 1:
+        kinds = "; ".join(r.describe() for r in found.values())
+        found = {"?": Role("undecided", origin=(
+            f"{path}: the role of {what} (shape {list(shape)}) cannot be "
+            f"decided: its uses disagree ({kinds}); name it in a rules file"))}
+    if found:
+        return next(iter(found.values()))
+    return Role("other", origin="graph output" if output else "unused")
 
 
 def _reaches_weight_slot(node, uses, depth=8):

@@ -20,6 +20,9 @@ class SourceTensor:
     nbytes: int
     load: Callable            # () -> read-only ndarray, memory-mapped where possible
     bf16: bool = False        # uint16 words holding bf16
+    meta: dict = None         # extra metadata of its outputs (an ONNX fold: what was folded)
+    extra_cost: int = 0       # bytes load() allocates (a folded Transpose's copy)
+    aliases: tuple = ()       # other names a rule may match it by (the ONNX initializer's)
 
 
 def memmap_region(path, offset, dtype, shape):

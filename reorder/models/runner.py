@@ -52,7 +52,10 @@ def plan_file(src, target, rules=None):
     rules = load_rules(rules)
     tasks = []
     for t in tensors:
+        # a fold's result named by the graph tensor is still found by its initializer's name
         rule = rules.find(t.name)
+        for alias in t.aliases:
+            rule = rule or rules.find(alias)
         task = build(t, roles.get(t.name), rule, target, src)
         tasks.append(task)
     return tasks, fmt

@@ -81,15 +81,36 @@ def _rule_view(src, rule, role, where):
 
 def build(src, file_role, rule, target, where):
     """The Task of one source tensor."""
+    task = _build(src, file_role, rule, target, where)
+    task.cost += src.extra_cost                      # what loading it allocates (a fold's copy)
+    return task
+
+
+def _keeps_as_stored(target, rule):
+    """plain without a rule that changes the tensor: written as read, which needs no role."""
+    return target.family == "plain" and (
+        rule is None or (rule.src is None and rule.dst is None and rule.quantize != "s8"))
+
+
+def _build(src, file_role, rule, target, where):
     role = rule.role_for(file_role) if rule is not None else file_role
     if role is not None and role.kind == "undecided":
-        raise ConvertError(role.origin)              # the file could not tell; no rule did
+        if not _keeps_as_stored(target, rule):
+            raise ConvertError(role.origin)          # the file could not tell; no rule did
+        role = Role("other", origin="role undecided; kept as stored (plain)")
     if role is None:
         role = Role("other", origin="no rule matched")
     if rule is not None and rule.src is not None:
         v = _rule_view(src, rule, role, where)
     else:
-        v = role_view(src.name, src.shape, role, where)
+        try:
+            v = role_view(src.name, src.shape, role, where)
+        except ConvertError:
+            if not _keeps_as_stored(target, rule):
+                raise
+            role = Role("other", origin=f"{role.describe()} that does not fit its shape; "
+                                        f"kept as stored (plain)")
+            v = role_view(src.name, src.shape, role, where)
     try:
         d = decide(target, role, v)
     except ConvertError as exc:
@@ -102,6 +123,8 @@ def build(src, file_role, rule, target, where):
     base = {"role": role.kind, "origin": role.origin, "preset": target.name, "why": d.why}
     if role.groups != 1:
         base["groups"] = role.groups
+    if src.meta:
+        base.update(src.meta)
     if d.action != "keep" and sdt is None:
         raise ConvertError(f"{where}: tensor {src.name!r} has dtype {src.dtype}, which cannot be "
                            f"converted ({d.action} for {role.describe()})")

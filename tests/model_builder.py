@@ -194,3 +194,23 @@ def shared_initializer(path, seed=0):
     _save(path, nodes, inits, inputs, outputs, 17, "shared")
     return inits
 
+
+def deconv_model(path, layers, seed=0):
+    """ConvTranspose layers, one branch each: `layers` is [(name, C_in, C_out, k, group,
+    stride)]; the weight `<name>.weight` is ONNX's [C_in, C_out / group, k, k], with a bias
+    `<name>.bias` [C_out]. Returns {initializer name: array}."""
+    from onnx import helper
+
+    rng = np.random.default_rng(seed)
+    inits, nodes, inputs, outputs = {}, [], [], []
+    for name, cin, cout, k, group, stride in layers:
+        inits[f"{name}.weight"] = rng.standard_normal((cin, cout // group, k, k)).astype(np.float32)
+        inits[f"{name}.bias"] = rng.standard_normal(cout).astype(np.float32)
+        inputs.append((f"x_{name}", [1, cin, 4, 4]))
+        outputs.append((f"y_{name}", [1, cout, 3 * stride + k, 3 * stride + k]))
+        nodes.append(helper.make_node("ConvTranspose", [f"x_{name}", f"{name}.weight",
+                                                        f"{name}.bias"], [f"y_{name}"],
+                                      name=name, group=group, strides=[stride, stride],
+                                      kernel_shape=[k, k]))
+    _save(path, nodes, inits, inputs, outputs, 17, "deconv")
+    return inits

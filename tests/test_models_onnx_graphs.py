@@ -1,6 +1,8 @@
 """The converter on ONNX graph patterns of real models: weights that reach their op through
-constant shape-only ops (GoogLeNet's classifier: Reshape -> Gemm), folded. Every folded
-tensor is checked against np.reshape / np.transpose of the initializer written out here."""
+constant shape-only ops (GoogLeNet's classifier: Reshape -> Gemm), folded, and ConvTranspose
+weights for onednn-int8 (PP-OCR's detection head). Every folded tensor is checked against
+np.reshape / np.transpose of the initializer written out here, every int8 deconvolution
+weight against a quantization and a transposed convolution computed here in numpy."""
 import subprocess
 import sys
 
@@ -13,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import reorder as ro  # noqa: E402
 from reorder import opencl as rocl  # noqa: E402
 
-from model_builder import folded_ops, shared_initializer  # noqa: E402
+from model_builder import deconv_model, folded_ops, shared_initializer  # noqa: E402
 from reference import offsets_of_all, ref_from_plain  # noqa: E402
 
 # name: (the folded array from the initializer, role, Gemm transB)
@@ -269,3 +271,168 @@ def test_plain_keeps_what_no_role_fits(tmp_path):
     got = ro.load(tmp_path / "o.safetensors")
     assert np.array_equal(got["m"][0], m) and np.array_equal(got["b"][0], b)
 
+
+# ---- ConvTranspose for onednn-int8 -------------------------------------------------------
+
+# (name, C_in, C_out, k, group, stride): ONNX weights [C_in, C_out / group, k, k]
+DECONV = [("up", 32, 48, 3, 1, 2),       # IC 32 >= 16: brgconv's layout on VNNI
+          ("small", 8, 20, 2, 1, 2),     # IC 8: jit_int8, O and I padded
+          ("head", 24, 1, 2, 1, 2),      # PP-OCR's last ConvTranspose: one output channel
+          ("g4", 32, 24, 2, 2, 2),       # 16 in, 12 out per group: 4-channel block
+          ("g16", 64, 64, 3, 4, 1)]      # 16 in, 16 out per group
+INT8_DECONV = {
+    "avx512_core_vnni": {"up": "AcdB48a4b", "small": "ABcd4b16a4b", "head": "AcdB16a4b",
+                         "g4": "aBCde4b4c", "g16": "aBCde4c16b4c"},
+    "avx512_core": {"up": "ABcd4b16a4b", "small": "ABcd4b16a4b", "head": "ABcd4b16a4b",
+                    "g4": "aBCde4b4c", "g16": "aBCde4c16b4c"},
+    "avx2_vnni": {"up": "AcdB24a4b", "small": "AcdB24a4b", "head": "AcdB24a4b",
+                  "g4": "aBCde4b4c", "g16": "aBCde2c8b4c"},
+    "avx2": {"up": "ABcd2b8a4b", "small": "ABcd2b8a4b", "head": "ABcd2b8a4b",
+             "g4": "aBCde4b4c", "g16": "aBCde2c8b4c"},
+}
+
+
+@pytest.fixture(scope="module")
+def deconvs(tmp_path_factory):
+    path = tmp_path_factory.mktemp("deconv") / "deconv.onnx"
+    return path, deconv_model(path, DECONV)
+
+
+def deconv_logical(w, group):
+    """oneDNN's deconvolution weights from ONNX's [C_in, C_out/G, k, k]: (O, I, k, k), grouped
+    (G, O/G, I/G, k, k) -- O is the deconvolution's output."""
+    if group == 1:
+        return np.transpose(w, (1, 0, 2, 3))
+    cin, og, k, _ = w.shape
+    return np.transpose(w.reshape(group, cin // group, og, k, k), (0, 2, 1, 3, 4))
+
+
+def deconv_from_blocked(buf, comp, dims, tag, x_u8, stride, comp_stride):
+    """An int8 transposed convolution that reads the weights from the blocked buffer by
+    index arithmetic, as oneDNN's s8-source deconvolution runs: a convolution of the flipped
+    taps over the input with stride - 1 zeros between pixels and k - 1 around, where every
+    pixel, inserted zeros included, is u8 = s8 + 128; acc = sum q * u8 + compensation."""
+    offs, _ = offsets_of_all(dims, tag)
+    q = np.ascontiguousarray(buf).reshape(-1)[offs].reshape(dims).astype(np.int64)
+    q = q[None] if len(dims) == 4 else q
+    G, Og, Ig, K = q.shape[0], q.shape[1], q.shape[2], q.shape[-1]
+    C, H, W = x_u8.shape
+    OH, OW = (H - 1) * stride + K, (W - 1) * stride + K
+    xz = np.full((C, OH + K - 1, OW + K - 1), 128, np.int64)
+    xz[:, K - 1:K - 1 + (H - 1) * stride + 1:stride,
+       K - 1:K - 1 + (W - 1) * stride + 1:stride] = x_u8
+    acc = np.zeros((G * Og, OH, OW), np.int64)
+    for g in range(G):
+        for kh in range(K):
+            for kw in range(K):
+                acc[g * Og:(g + 1) * Og] += np.einsum(
+                    "oi,ihw->ohw", q[g, :, :, kh, kw],
+                    xz[g * Ig:(g + 1) * Ig, K - 1 - kh:K - 1 - kh + OH, K - 1 - kw:K - 1 - kw + OW])
+        acc[g * Og:(g + 1) * Og] += comp[g * comp_stride:g * comp_stride + Og, None, None]
+    return acc
+
+
+def plain_deconv(q_onnx, x, stride, group):
+    """ONNX ConvTranspose (no padding) of weights [C_in, C_out/G, k, k] with x (C_in, H, W):
+    y[g, o, ih*s + kh, iw*s + kw] += w[i, o, kh, kw] * x[i, ih, iw]."""
+    cin, og, K, _ = q_onnx.shape
+    C, H, W = x.shape
+    ig = cin // group
+    y = np.zeros((group * og, (H - 1) * stride + K, (W - 1) * stride + K), np.int64)
+    for g in range(group):
+        wg = q_onnx[g * ig:(g + 1) * ig].astype(np.int64)
+        for ih in range(H):
+            for iw in range(W):
+                oh, ow = ih * stride, iw * stride
+                y[g * og:(g + 1) * og, oh:oh + K, ow:ow + K] += \
+                    np.einsum("iokl,i->okl", wg, x[g * ig:(g + 1) * ig, ih, iw])
+    return y
+
+
+@pytest.mark.parametrize("isa", list(INT8_DECONV))
+def test_onednn_int8_conv_transpose(deconvs, tmp_path, isa):
+    path, arrays = deconvs
+    out = tmp_path / "int8.safetensors"
+    ro.convert(path, out, target="onednn-int8", isa=isa)
+    w = ro.load(out)
+    adjust = 0.5 if isa in ("avx512_core", "avx2") else 1.0
+    rng = np.random.default_rng(2)
+    for name, cin, cout, k, group, stride in DECONV:
+        wname = f"{name}.weight"
+        meta = w.meta(wname)
+        tag = INT8_DECONV[isa][name]
+        assert meta["role"] == "deconv" and meta["tag"] == tag, (isa, name, meta["tag"])
+        plain = deconv_logical(arrays[wname], group)
+        assert meta["dims"] == list(plain.shape)
+        axes = (0,) if group == 1 else (0, 1)                # per output channel (per group)
+        assert meta["mask"] == sum(1 << a for a in axes) and meta["scale_adjust"] == adjust
+        q, mult = quantize_ref(plain, axes, adjust)
+        data, comp = w[wname][0], w[f"{wname}.compensation"][0]
+        assert np.array_equal(data, ref_from_plain(q, "abcde"[:plain.ndim], tag)), (isa, name)
+        assert np.array_equal(comp, padded_comp(q, axes, meta["padded_dims"])), (isa, name)
+        assert np.allclose(w[f"{wname}.scales"][0], (1 / mult).reshape(-1), rtol=1e-7)
+        assert np.array_equal(w[f"{name}.bias"][0], arrays[f"{name}.bias"])
+        # the transposed convolution read from the blocked buffer is the one of the plain
+        # quantized weights in ONNX's layout with the s8 input
+        q_onnx = np.transpose(q, (1, 0, 2, 3)) if group == 1 else \
+            np.transpose(q, (0, 2, 1, 3, 4)).reshape(arrays[wname].shape)
+        x_u8 = rng.integers(0, 256, (cin, 3, 4)).astype(np.uint8)
+        comp_stride = meta["padded_dims"][1] if group > 1 else 0
+        got = deconv_from_blocked(data, comp, tuple(meta["dims"]), tag, x_u8, stride,
+                                  comp_stride)
+        assert np.array_equal(got, plain_deconv(q_onnx, x_u8.astype(np.int64) - 128, stride,
+                                                group)), (isa, name)
+        assert not np.array_equal(got, plain_deconv(q_onnx, x_u8.astype(np.int64), stride,
+                                                        group))
+
+
+def test_onednn_int8_conv_transpose_u8_and_cli(deconvs, tmp_path):
+    path, arrays = deconvs
+    out = tmp_path / "u8.safetensors"
+    ro.convert(path, out, target="onednn-int8", activations="u8")
+    w = ro.load(out)
+    assert "up.weight.compensation" not in w and "up.weight.scales" in w
+    q, _ = quantize_ref(deconv_logical(arrays["up.weight"], 1), (0,))
+    assert np.array_equal(w["up.weight"][0], ref_from_plain(q, "abcd", "AcdB48a4b"))
+    cli = tmp_path / "cli.safetensors"
+    r = run_cli(path, "-o", cli, "-t", "onednn-int8", "--activations", "u8", "-q")
+    assert r.returncode == 0, r.stderr
+    assert cli.read_bytes() == out.read_bytes()
+
+
+def test_onednn_f32_conv_transpose(deconvs, tmp_path):
+    path, arrays = deconvs
+    out = tmp_path / "f32.safetensors"
+    ro.convert(path, out, target="onednn-f32")
+    w = ro.load(out)
+    for name, _, _, _, group, _ in DECONV:
+        plain = deconv_logical(arrays[f"{name}.weight"], group)
+        tag = "BAcd16b16a" if group == 1 else "aCBde16c16b"          # (g)IOhw16i16o
+        assert w.meta(f"{name}.weight")["tag"] == tag
+        assert np.array_equal(w[f"{name}.weight"][0],
+                              ref_from_plain(plain, "abcde"[:plain.ndim], tag)), name
+
+
+def test_int8_depthwise_and_odd_grouped_conv_transpose(tmp_path):
+    """oneDNN's int8 deconvolution kernels take depthwise weights with a u8 source only, and
+    grouped ones whose channels per group are multiples of 4: anything else is refused,
+    naming the tensor, unless a rule gives it a layout."""
+    dw = tmp_path / "dw.onnx"
+    a = deconv_model(dw, [("dw", 6, 6, 3, 6, 1)])
+    with pytest.raises(ro.ReorderError, match="'dw.weight'.*depthwise.*u8 source only"):
+        ro.convert(dw, tmp_path / "o.safetensors", target="onednn-int8")
+    assert not (tmp_path / "o.safetensors").exists()
+    ro.convert(dw, tmp_path / "o.safetensors", target="onednn-int8", activations="u8")
+    w = ro.load(tmp_path / "o.safetensors")
+    q, _ = quantize_ref(deconv_logical(a["dw.weight"], 6), (0,))
+    assert w.meta("dw.weight")["tag"] == "Abcde16a" and "dw.weight.compensation" not in w
+    assert np.array_equal(w["dw.weight"][0], ref_from_plain(q, "abcde", "Abcde16a"))
+    odd = tmp_path / "odd.onnx"
+    deconv_model(odd, [("odd", 10, 12, 1, 2, 1)])                 # 5 in, 6 out per group
+    with pytest.raises(ro.ReorderError, match="'odd.weight'.*6 output and 5 input channels"):
+        ro.convert(odd, tmp_path / "p.safetensors", target="onednn-int8")
+    r = run_cli(odd, "-o", tmp_path / "p.safetensors", "-t", "onednn-int8")
+    assert r.returncode != 0 and "odd.weight" in r.stderr and "Traceback" not in r.stderr
+    ro.convert(odd, tmp_path / "p.safetensors", target="onednn-int8",
+               rules=[{"match": "odd.weight", "dst": "abcde", "quantize": "s8"}])
+    assert ro.load(tmp_path / "p.safetensors").meta("odd.weight")["dtype"] == "s8"

@@ -160,14 +160,48 @@ def _int8_conv_tag(target, role, view):
     return "AB" + sp + "4b16a4b", "jit_int8: OIhw4i16o4i"
 
 
+def _int8_deconv_tag(target, role, view):
+    """(tag, why) of int8 deconvolution weights over oneDNN's (O, I, ...) / (G, O/G, I/G, ...)
+    view of ONNX's (I, O/G, ...): a table read from oneDNN 3.2's sources, not measured.
+
+    Ungrouped: on the VNNI ISAs brgemm_deconvolution_fwd_t runs a brgconv on these same
+    weights (stride 1: a forward convolution that inverts the spatial index itself; strided:
+    the backward-data convolution of the O/I-swapped weights, whose IhwO{n}i4o is AcdB{n}a4b
+    here), and where it declines, as on avx512_core / avx2, jit_*_x8s8s32x_deconvolution
+    takes OIhw4i16o4i / OIhw2i8o4i: the convolution rule's tags. Grouped and depthwise weights
+    go to jit_*_x8s8s32x_deconvolution, whose block must divide both the input and the output
+    channels per group, and which takes depthwise ones with a u8 source only."""
+    isa, dims = target.isa, view.dims
+    wide = 16 if isa.startswith("avx512") else 8
+    if view.depthwise:
+        if target.activations == "s8" or len(dims) > 5:
+            raise ConvertError("onednn-int8: oneDNN's int8 deconvolution kernels run depthwise "
+                               "deconvolution in 1-D and 2-D with a u8 source only "
+                               "(--activations u8); give the tensor a rule with dst")
+        return "A" + _ABC[1:3] + _sp(view, True) + f"{wide}a", \
+            f"depthwise deconvolution, u8 source: Goihw{wide}g (jit_int8 deconvolution)"
+    if role.groups > 1:
+        ocg, icg = dims[1], dims[2]
+        for ob, tail in ((16, "4c16b4c"), (8, "2c8b4c"), (4, "4b4c")):
+            if ob <= wide and ocg % ob == 0 and icg % ob == 0:
+                return "aBC" + _sp(view, True) + tail, \
+                    f"grouped deconvolution: jit_int8 deconvolution, {ob}-channel block " \
+                    f"(O {ocg}, I {icg} per group)"
+        raise ConvertError(f"onednn-int8: grouped deconvolution with {ocg} output and {icg} "
+                           f"input channels per group: oneDNN's int8 deconvolution kernels "
+                           f"need both to be multiples of 4; give the tensor a rule with dst")
+    tag, why = _int8_conv_tag(target, role, view)
+    return tag, f"deconvolution as the convolution rule: {why}"
+
+
 def _onednn_int8(target, role, view):
     comp = ("s8s8",) if target.activations == "s8" else ()
     adjust = 0.5 if target.isa in ("avx512_core", "avx2") else 1.0
     if role.kind in ("conv", "deconv"):
-        if role.kind == "deconv":
-            raise ConvertError("onednn-int8 has no rule for deconvolution weights; give the "
-                               "tensor a rule with dst (and quantize) in a rules file")
-        tag, why = _int8_conv_tag(target, role, view)
+        # compensation and scales per output channel (per group): O is the deconvolution's
+        # output in its view too, so the masks are the convolution's
+        tag, why = (_int8_conv_tag if role.kind == "conv" else _int8_deconv_tag)(
+            target, role, view)
         mask = 1 if (view.depthwise or role.groups == 1) else 3
         return Decision("quantize", tag, "s8", mask, comp, adjust, why=why)
     if role.kind == "fc":

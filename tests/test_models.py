@@ -3,6 +3,8 @@ library call it stands for, an int8 convolution computed from the blocked buffer
 format, the other readers, rules and the CLI."""
 import json
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -504,3 +506,43 @@ def test_cli_one_file_and_many(model, tmp_path, capsys):
     assert main(["convert", str(path), str(other), "--out-dir", str(d), "-q"]) == 0
     assert capsys.readouterr().out == ""
     assert sorted(p.name for p in d.iterdir()) == ["resnet.safetensors", "second.safetensors"]
+
+
+def test_out_dir_is_created_like_mkdir_p(model, tmp_path, capsys):
+    path, _ = model
+    other = tmp_path / "second.onnx"
+    resnet_like(other, seed=3)
+    nested = tmp_path / "new" / "nested" / "dir"
+    results = ro.convert([path, other], out_dir=nested, target="plain")
+    assert [r.dst for r in results] == [str(nested / "resnet.safetensors"),
+                                        str(nested / "second.safetensors")]
+    assert "stem.weight" in ro.load(nested / "second.safetensors")
+    # the command line, in a fresh process
+    cli_dir = tmp_path / "cli" / "a" / "b"
+    r = subprocess.run([sys.executable, "-m", "reorder", "convert", str(path), "--out-dir",
+                        str(cli_dir), "-t", "onednn-f32", "-q"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in cli_dir.iterdir()) == ["resnet.safetensors"]
+    # an existing directory is fine; a bad input creates no directory
+    assert main(["convert", str(path), "--out-dir", str(cli_dir), "-q", "--force"]) == 0
+    missing = tmp_path / "nothing.onnx"
+    with pytest.raises(ro.ReorderError, match="nothing.onnx: no such file"):
+        ro.convert([missing], out_dir=tmp_path / "never" / "made")
+    assert not (tmp_path / "never").exists()
+
+
+def test_out_dir_that_is_a_file_is_an_error(model, tmp_path, capsys):
+    path, _ = model
+    f = tmp_path / "taken"
+    f.write_bytes(b"not a directory")
+    with pytest.raises(ro.ReorderError, match="taken: the output directory is a file"):
+        ro.convert([path], out_dir=f)
+    with pytest.raises(ro.ReorderError, match=f"cannot create the output directory: {f} is a file"):
+        ro.convert([path], out_dir=f / "sub" / "dir")
+    assert main(["convert", str(path), "--out-dir", str(f), "-q"]) == 2
+    assert "taken: the output directory is a file" in capsys.readouterr().err
+    r = subprocess.run([sys.executable, "-m", "reorder", "convert", str(path), "--out-dir",
+                        str(f / "sub"), "-q"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and f"{f} is a file" in r.stderr and "Traceback" not in r.stderr
+    assert f.read_bytes() == b"not a directory"

@@ -141,13 +141,29 @@ def output_path(src, out_dir):
     return os.path.join(os.fspath(out_dir), base + ".safetensors")
 
 
+def make_out_dir(out_dir):
+    """Create the output directory and its missing parents, as `mkdir -p` does (the inputs
+    are checked first, so a bad call leaves no new directory behind)."""
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):     # a file on the way
+        part = os.path.abspath(out_dir)
+        while not os.path.exists(part) and os.path.dirname(part) != part:
+            part = os.path.dirname(part)
+        raise ConvertError(f"{out_dir}: cannot create the output directory: {part} is a "
+                           f"file") from None
+    except OSError as exc:
+        raise ConvertError(f"{out_dir}: cannot create the output directory: "
+                           f"{exc.strerror or exc}") from None
+
+
 def convert_many(srcs, out_dir, target="onednn-f32", *, client=None, progress=None, **kw):
     """Convert every file of `srcs` into out_dir/<name>.safetensors; with a
     dask.distributed.Client, one file per Dask task. Returns the Results in input order."""
     srcs = [os.fspath(s) for s in srcs]
     out_dir = os.fspath(out_dir)
-    if not os.path.isdir(out_dir):
-        raise ConvertError(f"{out_dir}: the output directory does not exist")
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ConvertError(f"{out_dir}: the output directory is a file")
     dsts = [output_path(s, out_dir) for s in srcs]
     seen = {}
     for s, d in zip(srcs, dsts):
@@ -155,9 +171,11 @@ def convert_many(srcs, out_dir, target="onednn-f32", *, client=None, progress=No
             raise ConvertError(f"{s} and {seen[d]} would both be written to {d}")
         seen[d] = s
     t = make_target(target, kw.pop("isa", None), kw.pop("activations", None), kw.pop("dtype", None))
-    for s, d in zip(srcs, dsts):            # refuse before any work is done
+    for s in srcs:                          # refuse before any work is done
         if not os.path.isfile(s):
             raise ConvertError(f"{s}: no such file")
+    make_out_dir(out_dir)
+    for s, d in zip(srcs, dsts):
         check_destination(d, kw.get("force", False), [s])
     if client is not None:
         from .cluster import run_on_cluster

@@ -15,7 +15,9 @@
  *                     block itself); (2) register transposes of W x R tiles of T into the
  *                     plain rows.
  * Only rows r < rv and columns c < cv hold data. Plain -> blocked writes zeros for the rest
- * (destination padding) in the same pass; blocked -> plain skips them.
+ * (destination padding) in the same pass; blocked -> plain skips them. A block that lies
+ * wholly in the destination's padding of a dim outside the block is all zeros either way
+ * (blk_plain_zeros on the plain side).
  *
  * Runs (coff set): the plain side's rows are contiguous instead, and column c is the run of
  * R elements at coff[c] (hwio: the 16 o of one i and one spatial position). A run goes whole
@@ -1126,6 +1128,19 @@ static void blk_to_blocked(const blk_t* b, const char* rows, char* dst, int64_t 
 #endif
     blk_gather_scalar(b, rows, t, rv, cv, c0);
     blk_scratch_out(b, T, T2, dst, n, nt, simd);
+}
+
+/* One block's place on the plain side, rows [0, rv) x columns [0, cv), set to zero: blocked ->
+ * plain into a destination that is padded in a dim outside the block (its padding is part of
+ * the result, whatever the output held). */
+static void blk_plain_zeros(const blk_t* b, char* rows, int64_t rv, int64_t cv) {
+    const int64_t e = b->esize;
+    if (rv <= 0 || cv <= 0) return;
+    if (b->coff) {
+        for (int64_t c = 0; c < cv; c++) memset(rows + b->coff[c] * e, 0, (size_t)(rv * e));
+        return;
+    }
+    for (int64_t r = 0; r < rv; r++) memset(rows + r * b->rs * e, 0, (size_t)(cv * e));
 }
 
 /* One block, blocked -> plain. src: the blocked block; rows: plain row 0 of the block. */

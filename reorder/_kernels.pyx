@@ -642,6 +642,7 @@ cdef extern from "_blocks.h" nogil:
     void blk_prepare(blk_t*)
     void blk_to_blocked(const blk_t*, const char*, char*, int64_t, int64_t, char*, char*, int, int)
     void blk_to_plain(const blk_t*, const char*, char*, int64_t, int64_t, char*, char*, int, int)
+    void blk_plain_zeros(const blk_t*, char*, int64_t, int64_t)
 
 
 
@@ -695,9 +696,13 @@ cdef void _blocks_items(const char* src, char* dst, const NodeList* p, const blk
                 skip = True             # beyond the destination: nothing to write
             elif w.coord[d] >= p.valid[d]:
                 pad = True              # destination padding: zeros
-        if pad:
-            rv = 0
-        if not skip:
+        if pad and not skip:
+            # the whole block is destination padding: zeros over the part dst holds
+            if D.to_blocked:
+                blk_to_blocked(b, src + w.so * e, dst + w.do * e, 0, 0, T, T2, nt, simd)
+            else:
+                blk_plain_zeros(b, dst + w.do * e, rv, cv)
+        elif not skip:
             if D.to_blocked:
                 blk_to_blocked(b, src + w.so * e, dst + w.do * e, rv, cv, T, T2, nt, simd)
             else:
@@ -777,6 +782,11 @@ cdef class Blocks:
         """Whether the plain side's columns are runs of R contiguous elements (hwio), moved
         whole to and from the scratch rows."""
         return self.b.coff != NULL
+
+    @property
+    def to_blocked(self):
+        """Whether blocks move from the plain side to the blocked side (else back)."""
+        return self.D.to_blocked != 0
 
     @property
     def in_registers(self):

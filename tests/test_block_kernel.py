@@ -340,3 +340,30 @@ def test_padding_of_an_outer_dim_beside_padded_rows():
     out = np.full(p.dst.physical_shape, 90, np.int8)
     p(np.array([[[7]]], np.int8), out=out)
     assert out.ravel().tolist() == [7, 0, 0, 0, 0, 0, 0, 0]
+
+
+# Blocked -> "plain" blocks into a destination padded in a dim outside the block: the blocks
+# that lie wholly in that padding must come out zero, whatever out= held. The first two take
+# the block kernel's activation path where the CPU has AVX-512 VBMI (the transpose elsewhere),
+# the third the weights path on every CPU.
+OUTER_PAD_CASES = [
+    ("u8", (1, 16, 16, 3), "cadb", "ADbc64a16a3d"),
+    ("u8", (3, 16, 16, 3), "cadb", "ADbc16a3d"),
+    ("f32", (2, 2, 33, 16, 2, 2), "dfeABc3a32b2a", "bEfAdc7e2a"),
+    ("s8", (3, 5, 2, 2), "ABcd4a4b", "aBCd3c4b"),
+]
+
+
+@pytest.mark.parametrize("dtype, dims, src, dst", OUTER_PAD_CASES)
+def test_padding_of_an_outer_dim_on_the_plain_side(simd, dtype, dims, src, dst):
+    rng = np.random.default_rng(7)
+    x = random_storage(ref_physical_shape(dims, src), dtype, rng)
+    expected = ref_reorder(x.reshape(-1), dims, src, dst).reshape(ref_physical_shape(dims, dst))
+    for streaming in (False, True):
+        p = cached_plan(ro.Desc(dims, dtype, src), ro.Desc(dims, dtype, dst),
+                        stream_min_bytes=0 if streaming else 1 << 62)
+        if dtype == "f32":
+            assert p.kernel == "blocks", p.explain()
+        check_on_threads(p, x, expected, STORAGE[dtype], (src, dst, dims, streaming))
+        fresh = p(x)                    # a new result: its padding comes from the kernel too
+        assert np.array_equal(uint_view(fresh), uint_view(expected)), p.explain()

@@ -12,6 +12,7 @@ A dim blocked by 4 then 16 (`OIhw4i16o4i`, dim i) has three axes: outer (weight 
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
@@ -30,8 +31,9 @@ class Axis(NamedTuple):
 
 
 def _check_dims(dims):
+    # operator.index, not int(): 1.5 or "2" is a mistake to report, not a size to truncate
     try:
-        dims = tuple(int(d) for d in dims)
+        dims = tuple(operator.index(d) for d in dims)
     except TypeError:
         raise TypeError(f"dims must be a sequence of integers, got {dims!r}") from None
     if not 1 <= len(dims) <= MAX_NDIMS:
@@ -70,13 +72,19 @@ class Desc:
                  offset0: int = 0) -> None:
         dims = _check_dims(dims)
         dtype = as_dtype(dtype)
-        offset0 = int(offset0)
+        try:
+            offset0 = operator.index(offset0)
+        except TypeError:
+            raise TypeError(f"offset0 must be an integer, got {offset0!r}") from None
         if offset0 < 0:
             raise ReorderError(f"offset0 must be >= 0, got {offset0}")
         if tag is not None and strides is not None:
             raise ReorderError("give either a tag or explicit strides, not both")
         if strides is not None:
-            strides = tuple(int(s) for s in strides)
+            try:
+                strides = tuple(operator.index(s) for s in strides)
+            except TypeError:
+                raise TypeError(f"strides must be a sequence of integers, got {strides!r}") from None
             if len(strides) != len(dims):
                 raise ReorderError(f"strides {strides} has {len(strides)} entries but dims "
                                    f"{_fmt(dims)} has {len(dims)}")

@@ -123,6 +123,18 @@ def test_negative_dims_in_desc(dims):
     assert re.search(r"dim|negative|-\d", str(info.value), re.IGNORECASE)
 
 
+@pytest.mark.parametrize("kw", [{"dims": (2, 1.5, 4, 4)}, {"dims": ("2", 3, 4, 4)},
+                                {"dims": (2, 3, 4, 4), "strides": (48, 16, 4, 1.0)},
+                                {"dims": (2, 3, 4, 4), "strides": (48, 16, 4, 1), "offset0": 0.5}])
+def test_sizes_that_are_not_integers(kw):
+    """A float or a string where a size goes is refused, not truncated or parsed."""
+    with pytest.raises(TypeError, match="integer"):
+        reorder.Desc(dtype=np.float32, **kw)
+    x = np.arange(96, dtype=np.float32)
+    if "strides" not in kw:
+        _expect_error(lambda: reorder.reorder(x, "nchw", "nhwc", dims=kw["dims"]), "integer", x)
+
+
 def test_negative_dims_in_reorder():
     x = _nchw16c().reshape(-1)
     _expect_error(lambda: reorder.reorder(x, "nChw16c", "nchw", dims=(2, -17, 3, 5)),

@@ -669,6 +669,7 @@ cdef struct BlockDims:
     int cdim                    # logical dim of the columns' checked part, else -1
     int64_t rw                  # logical step of a row along rdim
     int64_t cunit               # columns per step of cdim
+    int prezeroed               # the run zeroed the destination: padding blocks are skipped
 
 
 cdef void _blocks_items(const char* src, char* dst, const NodeList* p, const blk_t* b,
@@ -697,10 +698,11 @@ cdef void _blocks_items(const char* src, char* dst, const NodeList* p, const blk
             elif w.coord[d] >= p.valid[d]:
                 pad = True              # destination padding: zeros
         if pad and not skip:
-            # the whole block is destination padding: zeros over the part dst holds
+            # the whole block is destination padding: zeros over the part dst holds (already
+            # there when the run zeroed the destination first)
             if D.to_blocked:
                 blk_to_blocked(b, src + w.so * e, dst + w.do * e, 0, 0, T, T2, nt, simd)
-            else:
+            elif not D.prezeroed:
                 blk_plain_zeros(b, dst + w.do * e, rv, cv)
         elif not skip:
             if D.to_blocked:
@@ -726,15 +728,19 @@ cdef class Blocks:
     coff     -- runs: per plain column, its plain offset in elements (int64, C entries);
                 the rows are contiguous (row stride 1) and each column is a run of R
                 elements. None: the columns are contiguous.                     # IN
+    zero_bytes -- blocked -> plain into a destination padded in a dim outside the block:
+                the destination's size; each call zeroes it first and skips the blocks that
+                lie wholly in that padding. 0: such blocks are zeroed one by one.   # IN
     """
     cdef NodeList p
     cdef blk_t b
     cdef BlockDims D
     cdef object q_keep, coff_keep
     cdef readonly bint nt       # streaming stores, as the plan decided
+    cdef readonly int64_t zero_bytes
 
     def __init__(self, int itemsize, const int64_t[:, ::1] nodes, const int64_t[:, ::1] checked,
-                 q, const int64_t[::1] shape, bint nt, coff=None):
+                 q, const int64_t[::1] shape, bint nt, coff=None, int64_t zero_bytes=0):
         cdef const int32_t[::1] qv = q
         cdef const int64_t[::1] cv
         cdef int64_t k
@@ -769,6 +775,11 @@ cdef class Blocks:
         self.D.to_blocked = shape[4] != 0
         self.D.rdim, self.D.rw = <int>shape[5], shape[6]
         self.D.cdim, self.D.cunit = <int>shape[7], shape[8]
+        if zero_bytes < 0 or (zero_bytes and self.D.to_blocked):
+            raise ValueError(f"zero_bytes {zero_bytes}: only blocks to the plain side take a "
+                             f"zeroed destination")
+        self.D.prezeroed = zero_bytes > 0
+        self.zero_bytes = zero_bytes
         self.nt = nt
 
     @property
@@ -800,9 +811,16 @@ cdef class Blocks:
         cdef bint nt = self.nt and stream
         cdef int t, nchunks = nthreads if items >= nthreads else <int>items
         cdef int simd = _blocks_simd()
+        cdef int64_t zb = self.zero_bytes
         if items == 0:
             return
         with nogil:
+            # the padding outside the blocks in one pass, before any block lands in it
+            if zb and nchunks <= 1:
+                memset(<char*>dst, 0, zb)
+            elif zb:
+                for t in prange(nchunks, num_threads=nchunks, schedule="static"):
+                    memset(<char*>dst + zb * t // nchunks, 0, zb * (t + 1) // nchunks - zb * t // nchunks)
             if nchunks <= 1:
                 _blocks_items(<const char*>src, <char*>dst, &self.p, &self.b, &self.D, 0, items,
                               nt, simd)

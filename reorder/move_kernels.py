@@ -350,8 +350,14 @@ class BlockKernel(Kernel):
             # the block walk goes along the plain side: the blocks whose runs share lines
             # (hwio: four O blocks of 16 bytes in a line) come one after another
             outer.sort(key=lambda nd: -abs(ps(nd)))
+        # blocked -> plain into a destination padded outside the block (its rows and columns
+        # have none, _bounds_fit): one memset of the destination, then the padding's blocks
+        # are skipped: 0.8-1.8x the speed of zeroing them block by block, 1.3x at the median
+        # (docs/kernels.md, "Padding outside the block")
+        zero = prob.dst.nbytes if not sh.to_blocked and any(
+            alloc > valid for _, valid, alloc in prob.checked) else 0
         return _kernels.Blocks(prob.itemsize, _node_array(outer).reshape(-1, 5), _checked_array(prob),
-                               q, shape, prob.streams(stream_min_bytes), coff)
+                               q, shape, prob.streams(stream_min_bytes), coff, zero)
 
 
 _BLOCKS = BlockKernel()

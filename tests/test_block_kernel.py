@@ -367,3 +367,15 @@ def test_padding_of_an_outer_dim_on_the_plain_side(simd, dtype, dims, src, dst):
         check_on_threads(p, x, expected, STORAGE[dtype], (src, dst, dims, streaming))
         fresh = p(x)                    # a new result: its padding comes from the kernel too
         assert np.array_equal(uint_view(fresh), uint_view(expected)), p.explain()
+        if p.kernel == "blocks" and not p.runners[0].to_blocked:
+            # the plan zeroes the destination first; the runner alone zeroes block by block
+            assert p.runners[0].zero_bytes == p.dst.nbytes
+            real = _kernels.Blocks
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(_kernels, "Blocks", lambda *args: real(*args[:7], 0))
+                runner = p.steps[0].kernel.prepare(p.steps[0].problem, 0 if streaming else 1 << 62)
+            assert runner.zero_bytes == 0
+            for threads in (1, 2):
+                out = sentinel(p.dst.physical_shape, STORAGE[dtype])
+                runner.run(_kernels.data_address(x), _kernels.data_address(out), threads)
+                assert np.array_equal(uint_view(out), uint_view(expected)), (threads, p.explain())

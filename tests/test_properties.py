@@ -1,14 +1,21 @@
-"""Property tests: random layouts against the independent reference (tests/reference.py), bit
-for bit, padding included.
+"""Property tests: random layout pairs against the independent reference (tests/reference.py),
+bit for bit, padding included.
 
-Random abstract tags (any permutation, 0-3 inner blocks of sizes 1-64, a dim blocked more than
-once), dims that include 0 and 1, every element size, plain sources seen through strided,
-negative-stride and offset views, blocked sources as arrays, flat buffers and offset views,
-with and without out=, on 1 and 2 threads. Random bytes fill the source, so NaN payloads and
-every bit pattern must survive. The runs are derandomized and bounded (see MAX_EXAMPLES) so
-the suite's time stays predictable.
+The pairs come from tests/layout_cases.py (shared with the fuzz target): random abstract tags
+(any permutation, 0-3 inner blocks of sizes 2-64, a dim blocked more than once, 1-6 dims) and
+families aimed at each kernel path — weights blocked in two dims, against a layout padded in a
+third dim outside their blocks, activations in 16-channel blocks with a size-1 batch padded to
+64 or 1024, pixels against planes, dims blocked at two and three levels, identical layouts.
+Dims include 0 and 1; every element size; plain sources seen through strided, negative-stride
+and offset views, blocked sources as arrays, flat buffers and offset views; every result goes
+into an out= poisoned with non-zero bytes (inside guard bytes that must stay as they were) and
+most also into a fresh result; 1 and 2 threads, streaming stores forced, the AVX2 and portable
+paths beside the best. Random bytes fill the source, so NaN payloads and every bit pattern must
+survive. The runs are derandomized and bounded (MAX_EXAMPLES) so the suite's time stays
+predictable; test_every_kernel_path_is_reached asserts that the same generator reaches every
+kernel path this CPU has.
 """
-import math
+import collections
 
 import numpy as np
 import pytest
@@ -16,127 +23,54 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reorder as ro
+from reorder import _kernels
+from reorder.plan_cache import cached_plan
 
+from layout_cases import (DTYPES, FAMILIES, LETTERS, MAX_ELEMS, DrawPick, RngPick, check_case,
+                          fit, layout_case, plan_labels, random_bits, random_tag)
 from reference import blocking, ref_physical_shape, ref_reorder, uint_view
 
-LETTERS = "abcdefghijkl"
-MAX_EXAMPLES = 1000                 # about 10 s on one core of the CI machine type
-MAX_ELEMS = 1 << 16                 # padded elements per layout: keeps each example fast
-DTYPES = [np.int8, np.uint8, np.float16, np.int16, np.float32, np.int32, np.float64, np.int64]
+MAX_EXAMPLES = 1500                 # about 15 s on one core of the CI machine type
 SETTINGS = dict(deadline=None, derandomize=True, print_blob=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
 @st.composite
-def tags(draw, ndims, max_blocks=3):
-    """An abstract tag over `ndims` dims: outer letters in a random order, then 0-3 inner
-    blocks (size 1-64, any dim, repeats allowed); upper case marks a blocked dim."""
-    order = draw(st.permutations(range(ndims)))
-    nblocks = draw(st.integers(0, max_blocks))
-    blocks = [(draw(st.sampled_from([1, 2, 3, 4, 5, 8, 16, 7, 32, 64])), draw(st.integers(0, ndims - 1)))
-              for _ in range(nblocks)]
-    # A dim whose only blocks have size 1 is spelled differently by the spec's case rule
-    # ('Ab1a') and by the package ('ab1a'); size-1 blocks go only where a real one is too.
-    real = {d for s, d in blocks if s > 1}
-    blocks = [(s, d) for s, d in blocks if s > 1 or d in real]
-    blocked = {d for _, d in blocks}
-    outer = "".join(LETTERS[d].upper() if d in blocked else LETTERS[d] for d in order)
-    return outer + "".join(f"{s}{LETTERS[d]}" for s, d in blocks)
-
-
-def padded_elems(dims, tag):
-    return math.prod(blocking(dims, tag)["padded_dims"])
+def cases(draw, families=tuple(FAMILIES)):
+    return layout_case(DrawPick(draw), list(families))
 
 
 @st.composite
-def cases(draw):
-    ndims = draw(st.integers(1, 5))
-    dims = tuple(draw(st.lists(st.sampled_from([0, 1, 1, 2, 3, 5, 7, 13, 17, 33]),
-                               min_size=ndims, max_size=ndims)))
-    stag = draw(tags(ndims))
-    dtag = draw(tags(ndims))
-    for tag in (stag, dtag):
-        if padded_elems(dims, tag) > MAX_ELEMS:
-            dims = tuple(min(v, 3) for v in dims)          # shrink rather than reject
-    dtype = np.dtype(draw(st.sampled_from(DTYPES)))
-    return {"dims": dims, "stag": stag, "dtag": dtag, "dtype": dtype,
-            "threads": draw(st.sampled_from([1, 2])), "out": draw(st.booleans()),
-            "view": draw(st.integers(0, 3)), "seed": draw(st.integers(0, 2**32 - 1))}
-
-
-def random_bits(shape, dtype, rng):
-    n = math.prod(shape)
-    raw = rng.integers(0, 256, size=n * dtype.itemsize, dtype=np.uint8)
-    return raw.view(dtype).reshape(shape)
-
-
-def plain_view(phys_shape, dtype, rng, kind):
-    """An array of `phys_shape` that is not a plain C-contiguous buffer (kind 1-3)."""
-    if kind == 0:
-        return random_bits(phys_shape, dtype, rng)
-    if kind == 1:                                             # every axis stepped by 2
-        base = random_bits(tuple(2 * v for v in phys_shape), dtype, rng)
-        return base[tuple(slice(None, None, 2) for _ in phys_shape)]
-    if kind == 2:                                             # every axis reversed
-        return random_bits(phys_shape, dtype, rng)[tuple(slice(None, None, -1) for _ in phys_shape)]
-    base = random_bits(tuple(v + 1 for v in phys_shape), dtype, rng)      # offset, odd strides
-    return base[tuple(slice(1, None) for _ in phys_shape)]
-
-
-def blocked_source(dims, stag, dtype, rng, kind):
-    """The physical array of `stag` (random bits everywhere, padding too: the library must
-    read only the logical region). kind 1: a flat buffer (dims= given); kind 2, 3: views at an
-    element offset into a bigger buffer; 0: a fresh array."""
-    shape = ref_physical_shape(dims, stag)
-    n = math.prod(shape)
-    if kind in (2, 3):
-        base = random_bits((n + kind,), dtype, rng)
-        return base[kind:].reshape(shape)
-    x = random_bits(shape, dtype, rng)
-    return x.reshape(-1) if kind == 1 else x
+def tags(draw, ndims, max_blocks=3):
+    return random_tag(DrawPick(draw), ndims, max_blocks)
 
 
 @settings(max_examples=MAX_EXAMPLES, **SETTINGS)
 @given(cases())
 def test_random_layouts_match_reference(case):
-    dims, stag, dtag, dtype = case["dims"], case["stag"], case["dtag"], case["dtype"]
-    rng = np.random.default_rng(case["seed"])
-    sb = blocking(dims, stag)
-    if sb["inner_blks"]:
-        x = blocked_source(dims, stag, dtype, rng, case["view"])
-        kw = {"dims": dims}
-    else:
-        x = plain_view(tuple(dims[d] for d in sb["order"]), dtype, rng, case["view"])
-        kw = {"dims": dims} if case["view"] % 2 else {}          # both spellings
-    before = np.array(x, copy=True)
-    expected = ref_reorder(np.ascontiguousarray(x).reshape(-1), dims, stag, dtag) \
-        .reshape(ref_physical_shape(dims, dtag))
-    if case["out"]:
-        out = np.empty(expected.shape, dtype)
-        out.view(np.uint8)[...] = 0xA5                          # unwritten padding shows
-        got = ro.reorder(x, stag, dtag, out=out, threads=case["threads"], **kw)
-        assert got is out
-    else:
-        got = ro.reorder(x, stag, dtag, threads=case["threads"], **kw)
-    assert got.shape == expected.shape, (got.shape, expected.shape)
-    assert got.dtype == dtype
-    assert np.array_equal(uint_view(got), uint_view(expected)), \
-        ro.plan(ro.Desc(dims, dtype, stag), ro.Desc(dims, dtype, dtag)).explain()
-    assert np.array_equal(uint_view(x), uint_view(before)), "the source was modified"
+    fails = check_case(ro, case)
+    assert not fails, (case, fails)
 
 
-@settings(max_examples=MAX_EXAMPLES // 2, **SETTINGS)
+@settings(max_examples=MAX_EXAMPLES // 3, **SETTINGS)
+@given(cases(("weights", "outer-pad", "activations", "multilevel")))
+def test_padded_layouts_match_reference(case):
+    """The families that pad: more of them, each with a poisoned out= (check_case)."""
+    fails = check_case(ro, case)
+    assert not fails, (case, fails)
+
+
+@settings(max_examples=MAX_EXAMPLES // 3, **SETTINGS)
 @given(st.data())
 def test_random_plan_round_trip(data):
     """A plan built from two Descs, run with out=, and its inverse, give the reference's bytes
     and bring the logical values back."""
-    ndims = data.draw(st.integers(1, 4))
+    ndims = data.draw(st.integers(1, 6))
     dims = tuple(data.draw(st.lists(st.sampled_from([0, 1, 2, 3, 6, 17, 31]), min_size=ndims,
                                     max_size=ndims)))
     plain = LETTERS[:ndims]
     tag = data.draw(tags(ndims))
-    if padded_elems(dims, tag) > MAX_ELEMS:
-        dims = tuple(min(v, 3) for v in dims)
+    dims = fit(dims, (tag,), MAX_ELEMS)
     dtype = np.dtype(data.draw(st.sampled_from(DTYPES)))
     threads = data.draw(st.sampled_from([1, 2]))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
@@ -145,6 +79,7 @@ def test_random_plan_round_trip(data):
     fwd = ro.plan(ro.Desc(dims, name, plain), ro.Desc(dims, name, tag))
     assert fwd.dst.physical_shape == ref_physical_shape(dims, tag)
     y = fwd.empty()
+    y.view(np.uint8)[...] = 0xA5
     fwd(x, out=y, threads=threads)
     exp = ref_reorder(x.reshape(-1), dims, plain, tag).reshape(ref_physical_shape(dims, tag))
     assert np.array_equal(uint_view(y), uint_view(exp)), fwd.explain()
@@ -154,22 +89,92 @@ def test_random_plan_round_trip(data):
     assert z.shape == x.shape and np.array_equal(uint_view(z), uint_view(x)), back.explain()
 
 
-def test_tag_strategy_reaches_the_awkward_cases():
-    """The strategy can produce what the docstring promises (checked on its own output)."""
-    seen = {"repeat": False, "three": False, "size1": False, "big": False, "none": False}
+def expected_paths():
+    """The kernel paths (layout_cases.plan_labels, without '+pad' and '+nt') the generator must
+    reach on this CPU: the block kernel's activation planes and the interleave kernel are
+    planned only where the CPU has their AVX-512 paths."""
+    paths = {"copy", "generic", "transpose", "blocks/tiles/to-blocked", "blocks/tiles/to-plain",
+             "blocks/runs/to-blocked", "blocks/runs/to-plain", "blocks/regs/to-blocked",
+             "blocks/regs/to-plain"}
+    if _kernels.interleave_paths(1):
+        paths.add("interleave")
+    return paths
 
-    @settings(max_examples=200, derandomize=True, deadline=None, database=None)
-    @given(tags(4))
-    def collect(tag):
-        bl = blocking((1, 1, 1, 1), tag)
-        raw = tag[4:]
-        blocks = [int(s) for s in "".join(c if c.isdigit() else " " for c in raw).split()]
-        idx = [c for c in raw if c.isalpha()]
-        seen["repeat"] |= len(set(idx)) < len(idx)
-        seen["three"] |= len(blocks) == 3
-        seen["size1"] |= 1 in blocks
-        seen["big"] |= 64 in blocks
-        seen["none"] |= not blocks and not bl["inner_blks"]
 
-    collect()
-    assert all(seen.values()), seen
+def sample_labels(n, seed=0):
+    """Kernel path label -> how many of n generated cases plan it (labels as plan_labels)."""
+    seen = collections.Counter()
+    for i in range(n):
+        case = layout_case(RngPick(np.random.default_rng([seed, i])))
+        sd = ro.Desc(case["dims"], case["dtype"], case["stag"])
+        dd = ro.Desc(case["dims"], case["dtype"], case["dtag"])
+        p = cached_plan(sd, dd, stream_min_bytes=0) if case["stream"] else ro.plan(sd, dd)
+        seen.update(plan_labels(p))
+    return seen
+
+
+def test_every_kernel_path_is_reached():
+    """The generator reaches every kernel path, with the destination padded and streamed too:
+    a path it never plans is a path the property tests never check. (The paths are counted
+    on the generator's own output, numbered cases as the fuzz target draws them.)"""
+    seen = sample_labels(2000)
+    base = collections.Counter()
+    for label, n in seen.items():
+        base[label.replace("+pad", "").replace("+nt", "")] += n
+    missing = {p for p in expected_paths() if base[p] < 5}
+    assert not missing, (missing, dict(seen))
+    # padding written by each kernel that writes it, and streamed stores on each kernel
+    for kernel in ("generic", "transpose", "blocks/tiles/to-blocked", "blocks/tiles/to-plain",
+                   "blocks/runs/to-blocked", "blocks/regs/to-blocked"):
+        assert seen[kernel + "+pad"] + seen[kernel + "+pad+nt"] >= 5, (kernel, dict(seen))
+    for kernel in ("copy", "generic", "transpose", "blocks/tiles/to-blocked", "blocks/tiles/to-plain"):
+        assert sum(n for lb, n in seen.items() if lb.startswith(kernel) and lb.endswith("+nt")) >= 3, \
+            (kernel, dict(seen))
+
+
+def test_generator_reaches_the_awkward_cases():
+    """The generator produces what the module docstring promises (checked on its own output):
+    repeated and three-level blocks, 5- and 6-D tags, a size-1 dim padded to 64 or more, a
+    padded dim that is neither of a block pair's dims, zero-size dims."""
+    seen = collections.Counter()
+    for i in range(2000):
+        c = layout_case(RngPick(np.random.default_rng([1, i])))
+        for tag in (c["stag"], c["dtag"]):
+            b = blocking(c["dims"], tag)
+            idx = b["inner_idxs"]
+            seen["repeat"] += len(set(idx)) < len(idx)
+            seen["three levels"] += any(idx.count(d) >= 3 for d in idx)
+            seen["5-D"] += b["ndims"] == 5
+            seen["6-D"] += b["ndims"] == 6
+            seen["size 1 padded to 64+"] += any(c["dims"][d] == 1 and b["padded_dims"][d] >= 64
+                                               for d in range(b["ndims"]))
+            blocked = [d for d in set(idx) if idx.count(d)]
+            seen["padded beside a pair"] += len(blocked) >= 3 and any(
+                b["padded_dims"][d] > c["dims"][d] for d in blocked)
+        seen["zero-size"] += 0 in c["dims"]
+    assert all(seen[k] >= 10 for k in ("repeat", "three levels", "5-D", "6-D",
+                                       "size 1 padded to 64+", "padded beside a pair",
+                                       "zero-size")), dict(seen)
+
+
+def test_generator_finds_unwritten_padding():
+    """check_case can fail: a result whose padding holds the poison is reported (the kernel
+    replaced by one that copies only the valid elements into the poisoned out=)."""
+    case = {"family": "outer-pad", "dims": (2, 2, 33, 16, 2, 2), "stag": "dfeABc3a32b2a",
+            "dtag": "bEfAdc7e2a", "dtype": "float32", "threads": 1, "out": True, "view": 0,
+            "stream": False, "simd": "best", "seed": 3}
+
+    class ValidOnly:
+        """reorder() as a kernel that skips padding would be."""
+        Desc, plan = ro.Desc, staticmethod(ro.plan)
+
+        @staticmethod
+        def reorder(x, src, dst, out=None, threads=None, dims=None):
+            good = ro.reorder(x, src, dst, threads=threads, dims=dims)
+            mask = ro.reorder(np.ones(x.shape, x.dtype), src, dst, dims=dims) != 0
+            out[mask] = good[mask]
+            return out
+
+    assert not check_case(ro, case)
+    fails = check_case(ValidOnly, case)
+    assert fails and "elements wrong" in fails[0], fails

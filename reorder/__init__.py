@@ -11,12 +11,12 @@ from .config import show_config
 from .desc import Desc
 from .errors import ReorderError
 from .lowbit import QuantizedLowBit
-from .models import convert, load
+from .models import convert, load, onednn_weights_layout
 from .plans import Plan
 from .rearrange import RearrangeError, rearrange
 from .tags import Tag, normalize_tag, parse_tag
 from .threads import get_num_threads, set_num_threads, threads
 
 __all__ = ["Desc", "Plan", "RearrangeError", "ReorderError", "Tag", "__version__", "convert",
-           "get_num_threads", "load", "normalize_tag", "parse_tag", "plan", "Quantized", "QuantizedLowBit",
+           "get_num_threads", "load", "normalize_tag", "onednn_weights_layout", "parse_tag", "plan", "Quantized", "QuantizedLowBit",
            "quantize", "rearrange", "reorder", "set_num_threads", "show_config", "threads"]

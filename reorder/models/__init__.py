@@ -16,7 +16,8 @@ from .loader import Loaded, load
 from .presets import ISAS, PRESETS
 from .runner import Result, convert_file, convert_many
 
-__all__ = ["ConvertError", "ISAS", "Loaded", "PRESETS", "Result", "convert", "load"]
+__all__ = ["ConvertError", "ISAS", "Loaded", "PRESETS", "Result", "convert", "load",
+           "onednn_weights_layout"]
 
 
 def convert(src, dst=None, target="onednn-f32", *, out_dir=None, rules=None, isa=None,
@@ -67,3 +68,33 @@ def _cluster_one(client, src, dst, target, progress, kw):
     t = make_target(target, kw.pop("isa"), kw.pop("activations"), kw.pop("dtype"))
     check_destination(dst, kw.get("force", False), [src])
     return run_on_cluster(client, [os.fspath(src)], [os.path.abspath(dst)], t, progress, kw)[0]
+
+
+def onednn_weights_layout(kind="conv", src_dims=None, weights_dims=None, *, strides=None,
+                          pads=None, dilations=None, groups=1, src_dtype="f32",
+                          src_layout="nhwc", src_zero_point=False, dst_dims=None,
+                          output_padding=None, lib=None, isa=None):
+    """Ask the installed oneDNN (3.x) which weights layout its forward-inference primitive
+    wants for one layer, so a script can prepare a weight with reorder() / quantize() exactly
+    as that runtime will read it.
+
+    kind          'conv', 'deconv' (ConvTranspose), 'ip' (Gemm: inner product) or 'matmul'
+    src_dims      the source's dims (N, C, spatial...) or (M, K)
+    weights_dims  the weight as ONNX / PyTorch store it: Conv (O, I/groups, k...),
+                  ConvTranspose (I, O/groups, k...), Gemm (N, K), MatMul B (K, N)
+    strides, pads (begins then ends), dilations (ONNX's: 1 = dense), groups
+    src_dtype     'f32' / 'bf16', or 'u8' / 's8' for int8 (weight scales per output
+                  channel, a common source scale, src_zero_point=True adds a zero point)
+    src_layout    'nhwc' (default) or 'nchw'
+    lib           path of libdnnl.so.3 (default: $ONEDNN_LIB, else the onednn-cpu-gomp wheel)
+    isa           limit oneDNN to this ISA (ONEDNN_MAX_CPU_ISA, in a child process); an ISA
+                  the machine cannot run gives a warning and None
+
+    Returns a WeightsLayout: .tag (an abstract tag over .dims, oneDNN's logical weights dims),
+    .dtype, .padded_dims, .size (dnnl_memory_desc_get_size), .compensation, .comp_mask,
+    .scale_adjust, .implementation, .version, .isa. Answers are cached per (layer, library).
+    """
+    from . import onednn_runtime
+    return onednn_runtime.weights_layout(kind, src_dims, weights_dims, strides, pads,
+                                         dilations, groups, src_dtype, src_layout,
+                                         src_zero_point, dst_dims, output_padding, lib, isa)

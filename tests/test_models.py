@@ -48,7 +48,7 @@ def _aligned(loaded):
 def test_onednn_f32_matches_reference_and_library(model, tmp_path):
     path, arrays = model
     out = tmp_path / "f32.safetensors"
-    r = ro.convert(path, out, target="onednn-f32")
+    r = ro.convert(path, out, target="onednn-f32", onednn_lib="none")
     assert r.tensors == len(arrays) and r.bytes_in == sum(a.nbytes for a in arrays.values())
     w = ro.load(out)
     assert w.preset == "onednn-f32"
@@ -77,7 +77,7 @@ def test_file_is_standard_safetensors_and_load_maps_without_copies(model, tmp_pa
     from safetensors.numpy import load_file
     path, arrays = model
     out = tmp_path / "f32.safetensors"
-    ro.convert(path, out, target="onednn-f32")
+    ro.convert(path, out, target="onednn-f32", onednn_lib="none")
     theirs = load_file(str(out))
     ours = ro.load(out)
     for name, (a, _) in ours.items():
@@ -124,7 +124,7 @@ INT8 = {  # name: (expected tag, mask axes over the logical dims)
 def test_onednn_int8_tags_and_values(model, tmp_path):
     path, arrays = model
     out = tmp_path / "int8.safetensors"
-    ro.convert(path, out, target="onednn-int8", isa="avx512_core_vnni")
+    ro.convert(path, out, target="onednn-int8", onednn_lib="none", isa="avx512_core_vnni")
     w = ro.load(out)
     _aligned(w)
     for name, (_, mask_axes) in INT8.items():
@@ -201,7 +201,7 @@ def test_int8_convolution_from_blocked_weights(model, tmp_path, name, groups):
     result equals the convolution of the plain quantized weights with the s8 input."""
     path, arrays = model
     out = tmp_path / "int8.safetensors"
-    ro.convert(path, out, target="onednn-int8")
+    ro.convert(path, out, target="onednn-int8", onednn_lib="none")
     w = ro.load(out)
     meta = w.meta(name)
     plain, tag = logical(name, arrays[name])
@@ -242,14 +242,14 @@ def direct_conv_dw(buf, comp, dims, tag, x_u8):
 
 def test_int8_without_vnni_halves_and_u8_drops_compensation(model, tmp_path):
     path, arrays = model
-    ro.convert(path, tmp_path / "a.safetensors", target="onednn-int8", isa="avx512_core")
+    ro.convert(path, tmp_path / "a.safetensors", target="onednn-int8", onednn_lib="none", isa="avx512_core")
     w = ro.load(tmp_path / "a.safetensors")
     assert w.meta("block1.conv1.weight")["tag"] == "ABcd4b16a4b"
     assert w.meta("block1.conv1.weight")["scale_adjust"] == 0.5
     plain, tag = logical("proj.weight", arrays["proj.weight"])
     q, _ = quantize_ref(plain, tag, (0,), adjust=0.5)
     assert np.array_equal(w["proj.weight"][0], ref_from_plain(q, tag, "ABcd4b16a4b"))
-    ro.convert(path, tmp_path / "u8.safetensors", target="onednn-int8", activations="u8")
+    ro.convert(path, tmp_path / "u8.safetensors", target="onednn-int8", onednn_lib="none", activations="u8")
     w = ro.load(tmp_path / "u8.safetensors")
     assert "stem.weight.compensation" not in w and "stem.weight.scales" in w
 
@@ -259,9 +259,9 @@ def _gpu_images(path, out, target, dt, refusal):
     has no image kind (neither MACE nor MNN has grouped convolution on the GPU); done with a
     rule keeping that one plain (goihw). The loaded result."""
     with pytest.raises(ro.ReorderError, match=refusal):
-        ro.convert(path, out, target=target, dtype=dt)
+        ro.convert(path, out, target=target, onednn_lib="none", dtype=dt)
     assert not out.exists()
-    ro.convert(path, out, target=target, dtype=dt,
+    ro.convert(path, out, target=target, onednn_lib="none", dtype=dt,
                rules=[{"match": "grouped.weight", "dst": "abcde"}])
     return ro.load(out)
 
@@ -395,7 +395,7 @@ def test_dirty_reused_buffers_and_short_writes_change_nothing(model, tmp_path, m
     path, _ = model
     rules = [{"match": "grouped.weight", "dst": "abcde"}]
     clean = tmp_path / "clean.safetensors"
-    ro.convert(path, clean, target=target, rules=rules, workers=1)
+    ro.convert(path, clean, target=target, onednn_lib="none", rules=rules, workers=1)
     take, pwrite = BufferPool.take, os.pwrite
 
     def dirty_take(self, nbytes):
@@ -406,7 +406,7 @@ def test_dirty_reused_buffers_and_short_writes_change_nothing(model, tmp_path, m
     monkeypatch.setattr(BufferPool, "take", dirty_take)
     monkeypatch.setattr(os, "pwrite", lambda fd, data, pos: pwrite(fd, data[:4099], pos))
     dirty = tmp_path / "dirty.safetensors"
-    ro.convert(path, dirty, target=target, rules=rules)
+    ro.convert(path, dirty, target=target, onednn_lib="none", rules=rules)
     assert dirty.read_bytes() == clean.read_bytes()
 
 
@@ -459,11 +459,11 @@ def test_npz_safetensors_npy_with_rules_equal_the_onnx_result(model, tmp_path):
     path, arrays = model
     conv_only = {k: v for k, v in arrays.items() if k != "head.weight"}
     rules = _save_inputs(conv_only, tmp_path)
-    ro.convert(path, tmp_path / "onnx.safetensors", target="onednn-f32")
+    ro.convert(path, tmp_path / "onnx.safetensors", target="onednn-f32", onednn_lib="none")
     ref = ro.load(tmp_path / "onnx.safetensors")
     for src in ("stored.npz", "packed.npz", "w.safetensors"):
         out = tmp_path / (src + ".out.safetensors")
-        ro.convert(tmp_path / src, out, target="onednn-f32", rules=rules)
+        ro.convert(tmp_path / src, out, target="onednn-f32", onednn_lib="none", rules=rules)
         got = ro.load(out)
         for name in conv_only:
             assert np.array_equal(uint_view(got[name][0]), uint_view(ref[name][0])), (src, name)
@@ -478,7 +478,7 @@ def test_rules_override_the_preset_and_yaml_works(model, tmp_path):
     rules.write_text("rule:\n  - match: proj.weight\n    dst: AcdB64a4b\n"
                      "  - match: stem.weight\n    dst: Acdb16a\n    dtype: f16\n")
     out = tmp_path / "o.safetensors"
-    ro.convert(path, out, target="onednn-int8", rules=rules)
+    ro.convert(path, out, target="onednn-int8", onednn_lib="none", rules=rules)
     w = ro.load(out)
     assert w.meta("proj.weight")["tag"] == "AcdB64a4b"          # per-layer override wins
     plain, tag = logical("proj.weight", arrays["proj.weight"])
@@ -493,7 +493,7 @@ def test_rules_override_the_preset_and_yaml_works(model, tmp_path):
 def test_cli_one_file_and_many(model, tmp_path, capsys):
     path, arrays = model
     out = tmp_path / "cli.safetensors"
-    assert main(["convert", str(path), "-o", str(out), "-t", "onednn-int8", "--isa", "avx2"]) == 0
+    assert main(["convert", str(path), "-o", str(out), "-t", "onednn-int8", "--onednn-lib", "none", "--isa", "avx2"]) == 0
     text = capsys.readouterr().out
     assert "tensors" in text and "GB/s" in text and "resnet.onnx" in text
     assert ro.load(out).meta("stem.weight")["tag"] == "ABcd2b8a4b"
@@ -520,7 +520,7 @@ def test_out_dir_is_created_like_mkdir_p(model, tmp_path, capsys):
     # the command line, in a fresh process
     cli_dir = tmp_path / "cli" / "a" / "b"
     r = subprocess.run([sys.executable, "-m", "reorder", "convert", str(path), "--out-dir",
-                        str(cli_dir), "-t", "onednn-f32", "-q"], capture_output=True, text=True,
+                        str(cli_dir), "-t", "onednn-f32", "--onednn-lib", "none", "-q"], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in cli_dir.iterdir()) == ["resnet.safetensors"]

@@ -102,7 +102,7 @@ def test_plain_writes_every_folded_tensor_under_the_initializers_name(folded, tm
 def test_onednn_f32_folded(folded, tmp_path):
     path, arrays = folded
     out = tmp_path / "f32.safetensors"
-    ro.convert(path, out, target="onednn-f32")
+    ro.convert(path, out, target="onednn-f32", onednn_lib="none")
     w = ro.load(out)
     for name in FOLDED:
         want, role, _ = expected(arrays, name)
@@ -117,7 +117,7 @@ def test_onednn_f32_folded(folded, tmp_path):
 def test_onednn_int8_folded(folded, tmp_path):
     path, arrays = folded
     out = tmp_path / "int8.safetensors"
-    ro.convert(path, out, target="onednn-int8")
+    ro.convert(path, out, target="onednn-int8", onednn_lib="none")
     w = ro.load(out)
     for name in FOLDED:
         want, role, trans = expected(arrays, name)
@@ -140,7 +140,7 @@ def test_every_preset_decides_the_folded_roles(folded, tmp_path, target):
     """GoogLeNet's classifier failed for every preset: now each one converts the graph."""
     path, arrays = folded
     out = tmp_path / "o.safetensors"
-    ro.convert(path, out, target=target)
+    ro.convert(path, out, target=target, onednn_lib="none")
     w = ro.load(out)
     for name in FOLDED:
         assert w.meta(name)["role"] == FOLDED[name][1], name
@@ -191,7 +191,7 @@ def test_one_initializer_feeding_several_fold_chains(tmp_path):
         assert meta["role"] == "fc" and meta["initializer"] in ("sh.w", "two.w"), name
         assert meta["graph_names"] == [name] and "shared" in meta
     # a rule finds the chains' results by the initializer's name; the graph name wins
-    ro.convert(path, out, target="onednn-f32", force=True,
+    ro.convert(path, out, target="onednn-f32", onednn_lib="none", force=True,
                rules=[{"match": "two.b", "dst": "ab"}, {"match": "two.w", "dst": "ba"}])
     w = ro.load(out)
     assert w.meta("two.a")["tag"] == "ba" and w.meta("two.b")["tag"] == "ab"
@@ -217,7 +217,7 @@ def test_reshape_allowzero(tmp_path):
                   {"w": w, "s": np.array([4, 0], np.int64)},
                   [("x", TensorProto.FLOAT, [2, 4])])
     for target in ("plain", "onednn-f32"):
-        ro.convert(path, tmp_path / f"{target}.safetensors", target=target)
+        ro.convert(path, tmp_path / f"{target}.safetensors", target=target, onednn_lib="none")
         got = ro.load(tmp_path / f"{target}.safetensors")
         assert got["w"][0].shape == (4, 0) and got.meta("w")["role"] == "fc"
 
@@ -246,7 +246,7 @@ def test_ops_that_cannot_be_folded(tmp_path):
         with pytest.raises(ro.ReorderError, match=f"initializer 'w'.*cannot be decided: it "
                                                   f"reaches Conv 'c' input 1 through (Reshape|"
                                                   f"Squeeze) 'r' input 0.*not folded: .*{why}"):
-            ro.convert(path, tmp_path / "o.safetensors", target="onednn-f32")
+            ro.convert(path, tmp_path / "o.safetensors", target="onednn-f32", onednn_lib="none")
         assert not (tmp_path / "o.safetensors").exists()
         ro.convert(path, tmp_path / "o.safetensors", target="plain", force=True)
         got = ro.load(tmp_path / "o.safetensors")
@@ -266,7 +266,7 @@ def test_plain_keeps_what_no_role_fits(tmp_path):
                   {"m": m, "b": b, "k": np.ones((3, 4, 1, 1), np.float32)},
                   [("x", TensorProto.FLOAT, [1, 4, 4, 4])])
     with pytest.raises(ro.ReorderError, match="initializer 'm'.*uses disagree"):
-        ro.convert(path, tmp_path / "o.safetensors", target="onednn-f32")
+        ro.convert(path, tmp_path / "o.safetensors", target="onednn-f32", onednn_lib="none")
     ro.convert(path, tmp_path / "o.safetensors", target="plain")
     got = ro.load(tmp_path / "o.safetensors")
     assert np.array_equal(got["m"][0], m) and np.array_equal(got["b"][0], b)
@@ -353,7 +353,7 @@ def plain_deconv(q_onnx, x, stride, group):
 def test_onednn_int8_conv_transpose(deconvs, tmp_path, isa):
     path, arrays = deconvs
     out = tmp_path / "int8.safetensors"
-    ro.convert(path, out, target="onednn-int8", isa=isa)
+    ro.convert(path, out, target="onednn-int8", onednn_lib="none", isa=isa)
     w = ro.load(out)
     adjust = 0.5 if isa in ("avx512_core", "avx2") else 1.0
     rng = np.random.default_rng(2)
@@ -389,13 +389,13 @@ def test_onednn_int8_conv_transpose(deconvs, tmp_path, isa):
 def test_onednn_int8_conv_transpose_u8_and_cli(deconvs, tmp_path):
     path, arrays = deconvs
     out = tmp_path / "u8.safetensors"
-    ro.convert(path, out, target="onednn-int8", activations="u8")
+    ro.convert(path, out, target="onednn-int8", onednn_lib="none", activations="u8")
     w = ro.load(out)
     assert "up.weight.compensation" not in w and "up.weight.scales" in w
     q, _ = quantize_ref(deconv_logical(arrays["up.weight"], 1), (0,))
     assert np.array_equal(w["up.weight"][0], ref_from_plain(q, "abcd", "AcdB48a4b"))
     cli = tmp_path / "cli.safetensors"
-    r = run_cli(path, "-o", cli, "-t", "onednn-int8", "--activations", "u8", "-q")
+    r = run_cli(path, "-o", cli, "-t", "onednn-int8", "--onednn-lib", "none", "--activations", "u8", "-q")
     assert r.returncode == 0, r.stderr
     assert cli.read_bytes() == out.read_bytes()
 
@@ -403,7 +403,7 @@ def test_onednn_int8_conv_transpose_u8_and_cli(deconvs, tmp_path):
 def test_onednn_f32_conv_transpose(deconvs, tmp_path):
     path, arrays = deconvs
     out = tmp_path / "f32.safetensors"
-    ro.convert(path, out, target="onednn-f32")
+    ro.convert(path, out, target="onednn-f32", onednn_lib="none")
     w = ro.load(out)
     for name, _, _, _, group, _ in DECONV:
         plain = deconv_logical(arrays[f"{name}.weight"], group)
@@ -420,9 +420,9 @@ def test_int8_depthwise_and_odd_grouped_conv_transpose(tmp_path):
     dw = tmp_path / "dw.onnx"
     a = deconv_model(dw, [("dw", 6, 6, 3, 6, 1)])
     with pytest.raises(ro.ReorderError, match="'dw.weight'.*depthwise.*u8 source only"):
-        ro.convert(dw, tmp_path / "o.safetensors", target="onednn-int8")
+        ro.convert(dw, tmp_path / "o.safetensors", target="onednn-int8", onednn_lib="none")
     assert not (tmp_path / "o.safetensors").exists()
-    ro.convert(dw, tmp_path / "o.safetensors", target="onednn-int8", activations="u8")
+    ro.convert(dw, tmp_path / "o.safetensors", target="onednn-int8", onednn_lib="none", activations="u8")
     w = ro.load(tmp_path / "o.safetensors")
     q, _ = quantize_ref(deconv_logical(a["dw.weight"], 6), (0,))
     assert w.meta("dw.weight")["tag"] == "Abcde16a" and "dw.weight.compensation" not in w
@@ -430,9 +430,9 @@ def test_int8_depthwise_and_odd_grouped_conv_transpose(tmp_path):
     odd = tmp_path / "odd.onnx"
     deconv_model(odd, [("odd", 10, 12, 1, 2, 1)])                 # 5 in, 6 out per group
     with pytest.raises(ro.ReorderError, match="'odd.weight'.*6 output and 5 input channels"):
-        ro.convert(odd, tmp_path / "p.safetensors", target="onednn-int8")
-    r = run_cli(odd, "-o", tmp_path / "p.safetensors", "-t", "onednn-int8")
+        ro.convert(odd, tmp_path / "p.safetensors", target="onednn-int8", onednn_lib="none")
+    r = run_cli(odd, "-o", tmp_path / "p.safetensors", "-t", "onednn-int8", "--onednn-lib", "none")
     assert r.returncode != 0 and "odd.weight" in r.stderr and "Traceback" not in r.stderr
-    ro.convert(odd, tmp_path / "p.safetensors", target="onednn-int8",
+    ro.convert(odd, tmp_path / "p.safetensors", target="onednn-int8", onednn_lib="none",
                rules=[{"match": "odd.weight", "dst": "abcde", "quantize": "s8"}])
     assert ro.load(tmp_path / "p.safetensors").meta("odd.weight")["dtype"] == "s8"

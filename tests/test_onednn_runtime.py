@@ -3,7 +3,6 @@ proving that weights written by reorder's kernels into the answer are what its p
 the same bytes as oneDNN's own reorder, and bit-identical outputs. No ISA is assumed: every
 expectation is what the library answers on the machine running the test."""
 import ctypes.util
-import warnings
 
 import numpy as np
 import pytest

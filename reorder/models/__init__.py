@@ -22,7 +22,7 @@ __all__ = ["ConvertError", "ISAS", "Loaded", "PRESETS", "Result", "convert", "lo
 
 def convert(src, dst=None, target="onednn-f32", *, out_dir=None, rules=None, isa=None,
             activations=None, dtype=None, force=False, client=None, workers=None, memory=None,
-            progress=None):
+            progress=None, onednn_lib=None, input_shapes=None, src_layout=None):
     """Convert a model's weights for a runtime.
 
     src          a file (.onnx, .safetensors, .npz, .npy) or a list of files
@@ -32,9 +32,16 @@ def convert(src, dst=None, target="onednn-f32", *, out_dir=None, rules=None, isa
     out_dir      for many files: each becomes out_dir/<name>.safetensors
     rules        a rules file (.toml / .yaml) or a list of rule dicts: tensor-name glob ->
                  role, src, dst, dtype, quantize, compensation, scale_adjust
-    isa          onednn-int8: avx512_core_vnni (default), avx512_core, avx2_vnni, avx2
-    activations  onednn-int8: the convolution's source type, 's8' (default: s8s8
-                 compensation) or 'u8' (none)
+    isa          onednn-int8 / onednn-f32: limit the oneDNN asked to this ISA (default: the
+                 machine's); without oneDNN, the tables' ISA (default avx512_core_vnni)
+    activations  the primitives' source type: onednn-int8 's8' (default: s8s8
+                 compensation) or 'u8' (none); onednn-f32 'f32' (default) or 'bf16'
+    onednn_lib   onednn-f32 / onednn-int8 of an ONNX model: the libdnnl.so.3 asked for each
+                 layer's weights layout (default: $ONEDNN_LIB, else the onednn-cpu-gomp
+                 wheel; 'none': the tables)
+    input_shapes {input name: dims} or ['NAME=1x3x224x224', ...] for dynamic model inputs
+                 (a dynamic batch is 1)
+    src_layout   the runtime's activation layout, 'nhwc' (default) or 'nchw'
     dtype        'f32' or 'f16' for float outputs (images, f32 presets)
     force        overwrite an existing output
     client       a dask.distributed.Client: spread the files over its workers
@@ -46,7 +53,8 @@ def convert(src, dst=None, target="onednn-f32", *, out_dir=None, rules=None, isa
     """
     many = not isinstance(src, (str, os.PathLike))
     kw = dict(rules=rules, isa=isa, activations=activations, dtype=dtype, force=force,
-              workers=workers, memory=memory)
+              workers=workers, memory=memory, onednn_lib=onednn_lib, input_shapes=input_shapes,
+              src_layout=src_layout)
     if many or out_dir is not None:
         if dst is not None:
             raise ConvertError("give either dst (one file) or out_dir, not both")
@@ -65,7 +73,8 @@ def _cluster_one(client, src, dst, target, progress, kw):
     from .cluster import run_on_cluster
     from .presets import make_target
     from .writer import check_destination
-    t = make_target(target, kw.pop("isa"), kw.pop("activations"), kw.pop("dtype"))
+    t = make_target(target, kw.pop("isa"), kw.pop("activations"), kw.pop("dtype"),
+                    kw.pop("src_layout"), kw.pop("onednn_lib"), kw.pop("input_shapes"))
     check_destination(dst, kw.get("force", False), [src])
     return run_on_cluster(client, [os.fspath(src)], [os.path.abspath(dst)], t, progress, kw)[0]
 

@@ -14,9 +14,23 @@ def add_parser(sub):
     p.add_argument("-t", "--target", default="onednn-f32",
                    help="onednn-f32 (default), onednn-int8, onednn-int4, onednn-int4-asym, "
                         "onednn-f8, mace-gpu, mnn-gpu, tvm:LAYOUT or plain")
-    p.add_argument("--isa", choices=ISAS, help="onednn-int8: the CPU (default avx512_core_vnni)")
-    p.add_argument("--activations", choices=("s8", "u8"),
-                   help="onednn-int8: the convolutions' source type (s8 adds s8s8 compensation)")
+    p.add_argument("--isa", choices=ISAS,
+                   help="limit the oneDNN asked to this ISA (ONEDNN_MAX_CPU_ISA); without "
+                        "oneDNN, the tables' CPU (default avx512_core_vnni)")
+    p.add_argument("--activations", choices=("s8", "u8", "f32", "bf16"),
+                   help="the primitives' source type: onednn-int8 s8 (default; adds s8s8 "
+                        "compensation) or u8; onednn-f32 f32 (default) or bf16")
+    p.add_argument("--src-layout", choices=("nhwc", "nchw"),
+                   help="the runtime's activation layout (default nhwc)")
+    p.add_argument("--onednn-lib", metavar="PATH",
+                   help="libdnnl.so.3 to ask for each layer's weights layout (default: "
+                        "$ONEDNN_LIB, else the onednn-cpu-gomp wheel; 'none': the tables)")
+    p.add_argument("--input-shape", action="append", metavar="NAME=DIMS",
+                   help="shape of a dynamic model input, e.g. input=1x3x224x224 (repeatable; "
+                        "a dynamic batch is 1)")
+    p.add_argument("--explain", action="store_true",
+                   help="print one line per layer: shapes, implementation, layout, and "
+                        "whether oneDNN or the tables decided")
     p.add_argument("--dtype", choices=("f32", "f16"), help="float type of the outputs")
     p.add_argument("--rules", help="rules file (.toml or .yaml): tensor-name glob -> role, src, "
                                    "dst, dtype, quantize")
@@ -45,7 +59,9 @@ def run(args):
             client = connect(args.scheduler)
         kw = dict(target=args.target, rules=args.rules, isa=args.isa,
                   activations=args.activations, dtype=args.dtype, force=args.force,
-                  client=client, workers=args.workers, progress=False if args.quiet else None)
+                  client=client, workers=args.workers, progress=False if args.quiet else None,
+                  onednn_lib=args.onednn_lib, input_shapes=args.input_shape,
+                  src_layout=args.src_layout)
         if args.output:
             results = [convert(args.inputs[0], args.output, **kw)]
         else:
@@ -55,6 +71,10 @@ def run(args):
     finally:
         if client is not None:
             client.close()
+    if args.explain:
+        for r in results:
+            for line in r.explain():
+                print(f"{r.name}: {line}")
     if not args.quiet:
         print(table(results))
     return 0

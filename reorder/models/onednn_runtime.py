@@ -412,22 +412,28 @@ def md_to_tag(raw):
     for b, i in zip(raw["inner_blks"], raw["inner_idxs"]):
         blk[i] *= b
     strides = raw["strides"]
-    order = sorted(range(nd), key=lambda d: (-strides[d], d))
-    outer = "".join(_ABC[d].upper() if blk[d] > 1 else _ABC[d] for d in order)
+    # a dim of one outer block may carry any stride; a tensor of no elements any layout
+    empty = 0 in pdims
+    single = [empty or pdims[d] // blk[d] <= 1 for d in range(nd)]
     inner = "".join(f"{b}{_ABC[i]}" for b, i in zip(raw["inner_blks"], raw["inner_idxs"]))
-    tag = outer + inner
     dt = _DT_NAME.get(raw["data_type"])
-    try:
-        desc = Desc(tuple(dims), dt, tag)
-    except ReorderError as exc:
-        raise OnednnError(f"oneDNN's weights layout (tag {tag!r}) is not one reorder can "
-                          f"describe: {exc}") from None
-    for d in range(nd):
-        outer_n = pdims[d] // blk[d]
-        if outer_n > 1 and desc.strides[d] != strides[d]:
-            raise OnednnError(f"oneDNN's weights descriptor (strides {strides}, blocks "
-                              f"{raw['inner_blks']} over {raw['inner_idxs']}) is not the "
-                              f"dense tag {tag!r} (strides {list(desc.strides)})")
+    # by stride, ties by dim; if that order does not reproduce the strides of the dims of
+    # several blocks, the dims of one block go innermost
+    orders = [sorted(range(nd), key=lambda d: (-strides[d], d)),
+              sorted(range(nd), key=lambda d: (single[d], -strides[d], d))]
+    for order in orders:
+        tag = "".join(_ABC[d].upper() if blk[d] > 1 else _ABC[d] for d in order) + inner
+        try:
+            desc = Desc(tuple(dims), dt, tag)
+        except ReorderError as exc:
+            raise OnednnError(f"oneDNN's weights layout (tag {tag!r}) is not one reorder can "
+                              f"describe: {exc}") from None
+        if all(single[d] or desc.strides[d] == strides[d] for d in range(nd)):
+            break
+    else:
+        raise OnednnError(f"oneDNN's weights descriptor (strides {strides}, blocks "
+                          f"{raw['inner_blks']} over {raw['inner_idxs']}) is not the dense "
+                          f"tag {tag!r} (strides {list(desc.strides)})")
     if list(desc.padded_dims) != list(pdims) or any(raw["padded_offsets"]) or raw["offset0"]:
         raise OnednnError(f"oneDNN's weights descriptor pads dims {dims} to {pdims}, which "
                           f"the tag {tag!r} does not (padded {list(desc.padded_dims)})")
@@ -503,10 +509,6 @@ def library(path=None, required=False):
                               "--onednn-lib PATH / ONEDNN_LIB")
         return None
     return open_library(found)
-
-
-def machine_isa(lib):
-    return lib.isa
 
 
 def isa_at_most(isa, top_value):

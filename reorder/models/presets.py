@@ -4,6 +4,7 @@ A decision says how one source tensor becomes its output tensors: kept as it is,
 tag (with a dtype), quantized to s8 with scales and compensation, or packed as an OpenCL image.
 Where each choice comes from is written in docs/convert.md.
 """
+import os
 from dataclasses import dataclass
 
 from ..errors import ReorderError
@@ -39,13 +40,31 @@ class Target:
     isa: str = "avx512_core_vnni"
     activations: str = "s8"       # int8: the convolution's source type (s8 -> s8s8 compensation)
     dtype: str = None             # f32 / f16 (images); None = the preset's default
+    # asking oneDNN (onednn-f32 / onednn-int8, docs/convert.md): whether --isa was given (then
+    # oneDNN is limited to it), the runtime's source layout and float source type, which
+    # library (None: find one; "none": the tables), and shapes of dynamic model inputs
+    isa_given: bool = False
+    src_layout: str = "nhwc"
+    float_activations: str = "f32"
+    onednn_lib: str = None
+    input_shapes: tuple = ()
+
+    @property
+    def asks_onednn(self):
+        return self.family in ("onednn-f32", "onednn-int8") and self.onednn_lib != "none"
+
+    @property
+    def src_dtype(self):
+        """The source type of the primitives the runtime creates."""
+        return self.activations if self.family == "onednn-int8" else self.float_activations
 
     @property
     def family(self):
         return self.name.split(":", 1)[0]
 
 
-def make_target(name, isa=None, activations=None, dtype=None):
+def make_target(name, isa=None, activations=None, dtype=None, src_layout=None, onednn_lib=None,
+                input_shapes=None):
     if not isinstance(name, str):
         raise ConvertError(f"target must be a string such as 'onednn-f32', got {name!r}")
     family = name.split(":", 1)[0]
@@ -62,15 +81,28 @@ def make_target(name, isa=None, activations=None, dtype=None):
             raise ConvertError(f"target {name!r}: {exc}") from None
     if isa is not None and isa not in ISAS:
         raise ConvertError(f"unknown ISA {isa!r}; ISAs: {', '.join(ISAS)}")
-    if isa is not None and family != "onednn-int8":
-        raise ConvertError(f"--isa applies to onednn-int8 only, not {name!r}")
-    if activations not in (None, "s8", "u8"):
-        raise ConvertError(f"activations must be s8 or u8, got {activations!r}")
+    if isa is not None and family not in ("onednn-int8", "onednn-f32"):
+        raise ConvertError(f"--isa applies to onednn-int8 and onednn-f32 only, not {name!r}")
+    if family == "onednn-int8" and activations not in (None, "s8", "u8"):
+        raise ConvertError(f"onednn-int8: activations must be s8 or u8, got {activations!r}")
+    if family != "onednn-int8" and activations not in (None, "f32", "bf16"):
+        raise ConvertError(f"{name}: activations must be f32 or bf16 (u8 / s8 are for "
+                           f"onednn-int8), got {activations!r}")
+    if src_layout not in (None, "nhwc", "nchw"):
+        raise ConvertError(f"src_layout must be nhwc or nchw, got {src_layout!r}")
+    if onednn_lib is not None and not isinstance(onednn_lib, (str, os.PathLike)):
+        raise ConvertError(f"onednn_lib must be a path or 'none', got {onednn_lib!r}")
     if dtype not in (None, "f32", "f16"):
         raise ConvertError(f"dtype must be f32 or f16, got {dtype!r}")
     if dtype == "f16" and family not in ("mace-gpu", "mnn-gpu", "onednn-f32", "tvm", "plain"):
         raise ConvertError(f"dtype f16 does not apply to {name!r}")
-    return Target(name, isa or "avx512_core_vnni", activations or "s8", dtype)
+    from .onnx_layers import parse_input_shapes
+    shapes = tuple(sorted(parse_input_shapes(input_shapes).items()))
+    int8 = family == "onednn-int8"
+    return Target(name, isa or "avx512_core_vnni", (activations if int8 else None) or "s8", dtype,
+                  isa is not None, src_layout or "nhwc",
+                  (activations if not int8 else None) or "f32",
+                  os.fspath(onednn_lib) if onednn_lib is not None else None, shapes)
 
 
 def _sp(view, grouped):

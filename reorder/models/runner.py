@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from .._version import __version__
 from . import progress as prog
 from .buffers import BufferPool
-from .errors import ConvertError
+from .errors import ConvertError, LayerError
 from .presets import make_target
+from .query import answers
 from .readers import read
 from .rules import load_rules
 from .tasks import build
@@ -33,6 +34,16 @@ class Result:
     seconds: float
     peak_budget: int            # the memory budget tensors were admitted under
     largest: int                # the largest input tensor, bytes
+    layers: list = None         # per weight oneDNN was asked about: explain lines' fields
+
+    def explain(self):
+        """One line per layer: the weight, its layer, the implementation, the layout and
+        where the layout came from (query or table)."""
+        lines = []
+        for e in self.layers or ():
+            impl = e.get("implementation") or "-"
+            lines.append(f"{e['name']}: {e['layer']} -> {impl} {e['tag']} ({e['decision']})")
+        return lines
 
     @property
     def gbps(self):
@@ -50,31 +61,46 @@ def plan_file(src, target, rules=None):
     """(tasks, format) for one input file, from its index alone (no tensor data is read)."""
     fmt, tensors, roles = read(src)
     rules = load_rules(rules)
-    tasks = []
+    asked = answers(src, fmt, tensors, target)
+    tasks, layer_error = [], None
     for t in tensors:
         # a fold's result named by the graph tensor is still found by its initializer's name
         rule = rules.find(t.name)
         for alias in t.aliases:
             rule = rule or rules.find(alias)
-        task = build(t, roles.get(t.name), rule, target, src)
+        try:
+            task = build(t, roles.get(t.name), rule, target, src, asked.get(t.name))
+        except LayerError as exc:
+            layer_error = layer_error or exc      # the file's own errors first
+            continue
         tasks.append(task)
+    if layer_error is not None:
+        raise layer_error
     return tasks, fmt
 
 
 def convert_file(src, dst, target="onednn-f32", *, rules=None, isa=None, activations=None,
                  dtype=None, force=False, workers=None, memory=None, progress=None,
-                 position=0):
+                 position=0, src_layout=None, onednn_lib=None, input_shapes=None):
     """Convert one file; returns a Result."""
     src, dst = os.fspath(src), os.fspath(dst)
-    t = target if not isinstance(target, str) else make_target(target, isa, activations, dtype)
+    t = target if not isinstance(target, str) else make_target(
+        target, isa, activations, dtype, src_layout, onednn_lib, input_shapes)
     if not os.path.isfile(src):
         raise ConvertError(f"{src}: no such file")
     check_destination(dst, force, [src])
     start = time.perf_counter()
     tasks, fmt = plan_file(src, t, rules)
     outputs = [o for task in tasks for o in task.outputs]
-    meta = {"format": FORMAT, "preset": t.name, "isa": t.isa if t.family == "onednn-int8" else None,
-            "activations": t.activations if t.family == "onednn-int8" else None,
+    layers = [dict(name=o.name, tag=o.meta.get("tag"), **o.meta["onednn"]) for o in outputs
+              if o.meta.get("onednn") and o.meta.get("part") in ("weights", "image")]
+    asked = [e for e in layers if e["decision"] == "query"]
+    isa = asked[0]["isa"] if asked else (t.isa if t.family == "onednn-int8" else None)
+    meta = {"format": FORMAT, "preset": t.name, "isa": isa,
+            "activations": t.src_dtype if t.family in ("onednn-int8", "onednn-f32") and asked
+            else (t.activations if t.family == "onednn-int8" else None),
+            "src_layout": t.src_layout if asked else None,
+            "onednn_version": asked[0]["version"] if asked else None,
             "source_file": os.path.basename(src), "source_format": fmt,
             "reorder_version": __version__, "tensors": {o.name: o.meta for o in outputs}}
     largest = max((task.source.nbytes for task in tasks), default=0)
@@ -88,7 +114,7 @@ def convert_file(src, dst, target="onednn-f32", *, rules=None, isa=None, activat
     finally:
         bar.close()
     return Result(os.path.basename(src), src, dst, t.name, len(tasks), bytes_in, size,
-                  time.perf_counter() - start, budget, largest)
+                  time.perf_counter() - start, budget, largest, layers)
 
 
 def _run(tasks, writer, budget, workers, bar):
@@ -170,7 +196,9 @@ def convert_many(srcs, out_dir, target="onednn-f32", *, client=None, progress=No
         if d in seen:
             raise ConvertError(f"{s} and {seen[d]} would both be written to {d}")
         seen[d] = s
-    t = make_target(target, kw.pop("isa", None), kw.pop("activations", None), kw.pop("dtype", None))
+    t = make_target(target, kw.pop("isa", None), kw.pop("activations", None), kw.pop("dtype", None),
+                    kw.pop("src_layout", None), kw.pop("onednn_lib", None),
+                    kw.pop("input_shapes", None))
     for s in srcs:                          # refuse before any work is done
         if not os.path.isfile(s):
             raise ConvertError(f"{s}: no such file")

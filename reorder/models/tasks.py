@@ -10,8 +10,9 @@ from ..desc import Desc
 from ..dtypes import as_dtype
 from ..errors import ReorderError
 from . import safetensors_format as stf
-from .errors import ConvertError
+from .errors import ConvertError, LayerError
 from .presets import Decision, decide
+from .query import swap_ab
 from .roles import Role, View, view as role_view
 
 _ABC = "abcdefghijkl"
@@ -79,9 +80,10 @@ def _rule_view(src, rule, role, where):
     return View(desc.dims, rule.src, tuple(src.shape), depthwise)
 
 
-def build(src, file_role, rule, target, where):
-    """The Task of one source tensor."""
-    task = _build(src, file_role, rule, target, where)
+def build(src, file_role, rule, target, where, answer=None):
+    """The Task of one source tensor; `answer` is what oneDNN was asked about it (query.Answer),
+    if it was."""
+    task = _build(src, file_role, rule, target, where, answer)
     task.cost += src.extra_cost                      # what loading it allocates (a fold's copy)
     return task
 
@@ -92,7 +94,45 @@ def _keeps_as_stored(target, rule):
         rule is None or (rule.src is None and rule.dst is None and rule.quantize != "s8"))
 
 
-def _build(src, file_role, rule, target, where):
+def _from_answer(d, answer, role, v, src, where):
+    """The preset's decision with oneDNN's answer in place of the table's layout, and the
+    metadata saying where the layout came from."""
+    if answer.layout is None and answer.error is None:
+        return d, {"decision": "table", "why": answer.why_table,
+                   "layer": answer.layer.describe() if answer.layer else answer.label}
+    if answer.layer is None and role.kind in ("conv", "deconv", "fc"):
+        raise LayerError(answer.error)             # the layer's shapes are not known
+    if role.kind not in ("conv", "deconv", "fc"):
+        return d, None
+    if d.action == "keep" and role.kind == "fc" and answer.layer.src_dtype in ("f32", "bf16"):
+        d = Decision("reorder", None, d.dtype)     # the tables keep f32 matrices plain
+    if d.action not in ("reorder", "quantize"):
+        return d, None
+    if answer.error is not None:
+        raise LayerError(f"{where}: tensor {src.name!r} ({answer.label}): {answer.error}")
+    lay = answer.layout
+    tag = lay.tag
+    if role.kind == "fc" and answer.layer.kind == "ip":
+        tag = swap_ab(tag)                 # inner product weights are (N, K); the view (K, N)
+    elif tuple(lay.dims) != tuple(v.dims):
+        raise ConvertError(f"{where}: tensor {src.name!r} ({answer.label}): oneDNN's weights "
+                           f"dims {list(lay.dims)} are not the tensor's {list(v.dims)}")
+    why = f"asked oneDNN {lay.version}: {lay.implementation}"
+    if d.action == "quantize":
+        if lay.dtype != "s8":
+            raise ConvertError(f"{where}: tensor {src.name!r} ({answer.label}): oneDNN asks for "
+                               f"{lay.dtype} weights, not s8")
+        d = replace(d, tag=tag, compensation=lay.compensation, scale_adjust=lay.scale_adjust,
+                    why=why)
+    else:
+        d = replace(d, tag=tag, dtype=lay.dtype if d.dtype != "f16" else d.dtype, why=why)
+    meta = {"decision": "query", "version": lay.version, "isa": lay.isa,
+            "implementation": lay.implementation, "size": lay.size,
+            "data_size": lay.data_size, "layer": answer.layer.describe()}
+    return d, meta
+
+
+def _build(src, file_role, rule, target, where, answer=None):
     role = rule.role_for(file_role) if rule is not None else file_role
     if role is not None and role.kind == "undecided":
         if not _keeps_as_stored(target, rule):
@@ -118,11 +158,16 @@ def _build(src, file_role, rule, target, where):
             raise ConvertError(f"{where}: tensor {src.name!r} ({role.describe()}): {exc}") \
                 from None
         d = Decision("reorder", rule.dst, target.dtype)   # the preset has no answer; the rule has
+    onednn = None
+    if answer is not None and (rule is None or rule.dst is None):
+        d, onednn = _from_answer(d, answer, role, v, src, where)
     d = _apply_rule(d, rule, role, v, where, src)
     sdt = _src_dtype_name(src)
     base = {"role": role.kind, "origin": role.origin, "preset": target.name, "why": d.why}
     if role.groups != 1:
         base["groups"] = role.groups
+    if onednn is not None:
+        base["onednn"] = onednn
     if src.meta:
         base.update(src.meta)
     if d.action != "keep" and sdt is None:

@@ -30,7 +30,12 @@ FLOAT_LAYERS = [conv(3, 32, 16, 7, 2), conv(16, 14, 24, 1), conv(64, 7, 64, 3),
                 conv(3, 20, 8, 3, lay="nchw"),
                 R.make_layer("deconv", (1, 16, 5, 5), (16, 8, 4, 4), strides=2, pads=1),
                 R.make_layer("ip", (2, 40), (10, 40)),
-                R.make_layer("matmul", (3, 40), (40, 10))]
+                R.make_layer("matmul", (3, 40), (40, 10)),
+                R.make_layer("conv", (1, 8, 30), (16, 8, 3), pads=1),                # 1-D
+                R.make_layer("conv", (1, 8, 5, 6, 6), (16, 8, 3, 3, 3), pads=1),     # 3-D
+                R.make_layer("conv", (1, 16, 12, 12), (16, 16, 3, 3), pads=2, dilations=2),
+                R.make_layer("deconv", (1, 32, 6, 6), (32, 2, 4, 4), strides=2, pads=1,
+                             groups=16)]
 INT8_LAYERS = [conv(3, 32, 16, 7, 2, dt="u8"), conv(16, 14, 24, 1, dt="u8"),
                conv(64, 7, 64, 3, dt="s8"), conv(24, 9, 24, 3, g=24, dt="s8"),
                conv(24, 9, 24, 3, g=24, dt="u8"), conv(16, 8, 16, 3, g=2, dt="s8"),
@@ -38,7 +43,12 @@ INT8_LAYERS = [conv(3, 32, 16, 7, 2, dt="u8"), conv(16, 14, 24, 1, dt="u8"),
                R.make_layer("deconv", (1, 16, 5, 5), (16, 8, 4, 4), strides=2, pads=1,
                             src_dtype="u8"),
                R.make_layer("ip", (2, 40), (10, 40), src_dtype="u8"),
-               R.make_layer("matmul", (3, 40), (40, 10), src_dtype="s8")]
+               R.make_layer("matmul", (3, 40), (40, 10), src_dtype="s8"),
+               R.make_layer("conv", (1, 8, 5, 6, 6), (16, 8, 3, 3, 3), pads=1, src_dtype="s8"),
+               R.make_layer("conv", (1, 16, 12, 12), (16, 16, 3, 3), pads=2, dilations=2,
+                            src_dtype="u8"),
+               R.make_layer("deconv", (1, 32, 6, 6), (32, 1, 3, 3), pads=1, groups=32,
+                            src_dtype="u8")]
 
 
 def plain(layer):

@@ -33,7 +33,7 @@ def time_copy(benchmark):
 
 
 def pytest_benchmark_update_machine_info(config, machine_info):
-    from reorder.config import config_dict
+    from reorder.front.config import config_dict
     machine_info["reorder"] = config_dict()
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder.reference import abstract_tag, from_logical, reference_reorder
+from reorder.testing.reference import abstract_tag, from_logical, reference_reorder
 
 
 def _np_to_nChw16c(x, out):

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder.bench_cases import MOVE_CASES, MOVE_DTYPES
-from reorder.reference import abstract_tag, from_logical, reference_reorder
+from reorder.tools.bench_cases import MOVE_CASES, MOVE_DTYPES
+from reorder.testing.reference import abstract_tag, from_logical, reference_reorder
 
 THREADS = [1, 2]
 

@@ -6,17 +6,18 @@
     >>> back = ro.reorder(y, "nChw16c", "nchw", dims=x.shape)
 """
 from ._version import __version__
-from .api import Quantized, plan, quantize, reorder
-from .config import show_config
-from .desc import Desc
-from .errors import ReorderError
-from .lowbit import QuantizedLowBit
+from .core.desc import Desc
+from .core.errors import ReorderError
+from .core.tags import Tag, normalize_tag, parse_tag
+from .kernels.threads import get_num_threads, set_num_threads, threads
+from .plan.plans import Plan
+from .quant.lowbit import QuantizedLowBit
+from .front.api import Quantized, plan, quantize, reorder
+from .front.config import show_config
+from .front.rearrange import RearrangeError, rearrange
+from .plot import plot_layout
 from .models import convert, load, onednn_weights_layout
-from .plans import Plan
-from .rearrange import RearrangeError, rearrange
-from .tags import Tag, normalize_tag, parse_tag
-from .threads import get_num_threads, set_num_threads, threads
 
 __all__ = ["Desc", "Plan", "RearrangeError", "ReorderError", "Tag", "__version__", "convert",
-           "get_num_threads", "load", "normalize_tag", "onednn_weights_layout", "parse_tag", "plan", "Quantized", "QuantizedLowBit",
-           "quantize", "rearrange", "reorder", "set_num_threads", "show_config", "threads"]
+           "get_num_threads", "load", "normalize_tag", "onednn_weights_layout", "parse_tag", "plan", "plot_layout",
+           "Quantized", "QuantizedLowBit", "quantize", "rearrange", "reorder", "set_num_threads", "show_config", "threads"]

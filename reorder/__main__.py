@@ -6,13 +6,13 @@ import sys
 import numpy as np
 
 from . import __version__
-from .api import plan as make_plan
-from .bench_cases import MOVE_CASES
-from .config import show_config
-from .desc import Desc, _fmt
-from .errors import ReorderError
-from .reference import abstract_tag, from_logical, reference_reorder
-from .timing import measure
+from .front.api import plan as make_plan
+from .tools.bench_cases import MOVE_CASES
+from .front.config import show_config
+from .core.desc import Desc, _fmt
+from .core.errors import ReorderError
+from .testing.reference import abstract_tag, from_logical, reference_reorder
+from .tools.timing import measure
 
 # The demo's built-in data: an activation whose C is not a multiple of 16, int8-style
 # weights with both I and O padded, and both back.

@@ -1,7 +1,7 @@
 """Pictures: a layout as a strip of memory cells, an RGBA image grid, and speed plots.
 
     >>> import reorder as ro
-    >>> ro.Desc((1, 20, 2, 3), "f32", "nChw16c").plot("nChw16c.png")
+    >>> ro.plot_layout(ro.Desc((1, 20, 2, 3), "f32", "nChw16c"), "nChw16c.png")
     >>> from reorder.plot import plot_image, plot_speed
     >>> plot_image("channel", (1, 6, 2, 3), "channel.png")
 
@@ -16,9 +16,9 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .desc import Desc
-from .errors import ReorderError
-from .tags import ABC
+from .core.desc import Desc
+from .core.errors import ReorderError
+from .core.tags import ABC
 
 __all__ = ["plot_layout", "plot_image", "plot_speed", "rows_from_pytest_benchmark", "explain_picture",
            "MAX_CELLS"]

@@ -19,7 +19,7 @@ def pytest_collection_modifyitems(config, items):
 def fresh_plans():
     """The plan caches cleared before and after a test that changes what plans are made
     from (a planner constant or machine.TILE_RULES), so no plan crosses over."""
-    from reorder import plan_cache, plans
+    from reorder.plan import cache, plans
     plan_cache.cached_plan.cache_clear()
     plans._steps.cache_clear()
     yield
@@ -31,7 +31,7 @@ def fresh_plans():
 def transpose_small_byte_planes(monkeypatch, fresh_plans):
     """Byte activations of small planes stay with the transpose kernel, as on a CPU without
     AVX-512 VBMI, for the tests of its tiles."""
-    from reorder import move_kernels
+    from reorder.kernels import move
     monkeypatch.setattr(move_kernels, "ACTIVATION_BLOCK_COLUMNS",
                         dict.fromkeys(move_kernels.ACTIVATION_BLOCK_COLUMNS, 0))
 
@@ -41,7 +41,7 @@ def transpose_few_columns(monkeypatch, fresh_plans):
     """Rows of a few elements against planes (nhwc <-> nchw at 2-15 channels, or planes of
     2-15 pixels) stay with the transpose kernel, and their conversions with the conversion
     tiles, as on a CPU without AVX-512, for the tests of those tiles."""
-    from reorder import move_kernels
+    from reorder.kernels import move
     monkeypatch.setattr(move_kernels, "INTERLEAVE_MAX_CHANNELS",
                         dict.fromkeys(move_kernels.INTERLEAVE_MAX_CHANNELS, 0))
     monkeypatch.setattr(move_kernels, "INTERLEAVE_STREAMED_MAX_CHANNELS", 0)
@@ -52,7 +52,7 @@ def tile_rules(request, monkeypatch, fresh_plans):
     """machine.TILE_RULES pinned to the rules of the kind they were measured on (True) or of
     the others (False), whatever this CPU is, with the plan caches cleared around it
     (fresh_plans). Its value is the TileRules."""
-    from reorder import machine
+    from reorder.core import machine
     rules = machine.TileRules(copy_out_rows=request.param, slice_widening_planes=request.param)
     monkeypatch.setattr(machine, "TILE_RULES", rules)
     return rules

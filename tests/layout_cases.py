@@ -288,7 +288,7 @@ def check_case(ro, case, plan_paths=None):
     says out=) and compare with the reference bit for bit, guard bytes around out= included. Returns a list of failure strings (empty: the case holds).
     `plan_paths(plan)`, if given, is called with the plan that ran."""
     from reorder import _kernels
-    from reorder.plan_cache import cached_plan
+    from reorder.plan.cache import cached_plan
     rng = np.random.default_rng(case["seed"])
     dims, stag, dtag, dtype = case["dims"], case["stag"], case["dtag"], np.dtype(case["dtype"])
     if case["stream"] and case["view"] and not blocking(dims, stag)["inner_blks"]:

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder import _convert, api
-from reorder.plan_cache import cached_plan
+from reorder import _convert
+from reorder.front import api
+from reorder.plan.cache import cached_plan
 import quant_reference as qr
 from quant_reference import bits
 from simd_paths import convert_modes

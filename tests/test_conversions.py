@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder import _convert, planner
-from reorder.attrs import make_attrs
-from reorder.binding import aligned_empty
-from reorder.conversion import arith_for
-from reorder.plan_cache import cached_plan
-from reorder.plans import _steps
+from reorder import _convert
+from reorder.plan import planner
+from reorder.core.attrs import make_attrs
+from reorder.plan.binding import aligned_empty
+from reorder.kernels.convert import arith_for
+from reorder.plan.cache import cached_plan
+from reorder.plan.plans import _steps
 import quant_reference as qr
 from quant_reference import bits
 from reference import ref_physical_shape
@@ -853,7 +854,7 @@ def test_bad_quantize(kw, exc, msg):
 def test_compensation_needs_s8():
     with pytest.raises(ValueError, match="quantize\\(\\) writes s8, but the dst descriptor is u8"):
         ro.quantize(W, "oihw", ro.Desc(W.shape, "u8", "OIhw4i16o4i"), compensation="s8s8")
-    from reorder.attrs import make_attrs
+    from reorder.core.attrs import make_attrs
     with pytest.raises(ValueError, match="compensation s8s8 needs an s8 destination, but dst is u8"):
         cached_plan(ro.Desc(W.shape, "f32", "oihw"), ro.Desc(W.shape, "u8", "OIhw4i16o4i"), None,
                     make_attrs(compensation="s8s8"))
@@ -1438,7 +1439,7 @@ COPIED_TILES = [
 def test_tiles_into_rows_on_one_offset_copied_out_in_chunks(dims, stag, dtag, sdt, ddt, kw,
                                                             chunk, simd, monkeypatch,
                                                             fresh_plans):
-    from reorder import conversion
+    from reorder.kernels import convert
     if chunk:
         monkeypatch.setattr(conversion, "TILE_COPY_LANES", chunk)
     rng = np.random.default_rng(zlib.crc32(f"{dims} {stag} {sdt} {ddt}".encode()))

@@ -8,7 +8,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from reorder import reference as demo_ref
+from reorder.testing import reference as demo_ref
 
 import reference as suite_ref
 from spec_offsets import SPEC_OFFSETS

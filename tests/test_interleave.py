@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder import _kernels, move_kernels
-from reorder.plan_cache import cached_plan
+from reorder import _kernels
+from reorder.kernels import move
+from reorder.plan.cache import cached_plan
 
 from reference import uint_view
 from simd_paths import kernel_paths

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder import interop
+from reorder.front import interop
 
 from reference import ref_from_plain
 

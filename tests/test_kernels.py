@@ -5,7 +5,7 @@ import pytest
 
 import reorder as ro
 from reorder import _kernels
-from reorder.plan_cache import cached_plan
+from reorder.plan.cache import cached_plan
 
 from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
 from simd_paths import kernel_paths
@@ -229,7 +229,7 @@ COPY_LANES_TILES = [("f32", (2, 40, 32, 32)), ("f32", (1, 72, 64, 64)), ("bf16",
 @pytest.mark.parametrize("scratch", [16 * 4 * 48, None], ids=["ragged-chunks", "plan-scratch"])
 def test_planes_on_one_offset_copied_out_in_chunks(simd, dtype, dims, scratch, monkeypatch,
                                                    fresh_plans):
-    from reorder import move_kernels
+    from reorder.kernels import move
     if scratch:
         monkeypatch.setattr(move_kernels, "TILE_COPY_LANES_BYTES", scratch)
     dt = np.dtype(ro.Desc(dims, dtype, "abcd").dtype.storage)
@@ -303,7 +303,8 @@ BACK_TO_BACK_ROWS = [((2, 256, 5, 7), "f32", True), ((3, 512, 2, 9), "f32", True
                          ids=[f"{c[1]}-{c[0][1]}c" for c in BACK_TO_BACK_ROWS])
 def test_rows_back_to_back_copied_out_in_chunks_by_kind(simd, dims, dtype, copied, tile_rules,
                                                          monkeypatch):
-    from reorder import move_kernels, plan_cache, plans
+    from reorder.kernels import move
+    from reorder.plan import cache, plans
     dt = np.dtype(ro.Desc(dims, dtype, "abcd").dtype.storage)
     for floor, small in ((0, False), (1 << 62, True)):
         monkeypatch.setattr(move_kernels, "TILE_COPY_ROWS_MIN_BYTES", floor)

@@ -235,8 +235,8 @@ def test_streamed_tiles_against_reference(rows, threads, aligned, monkeypatch):
     stores (forced here from 0 bytes): whole aligned lines streamed, an unaligned buffer
     written as before, the same bytes as the reference either way, with the run cut at 4096
     columns, the right-edge tile and the strip cut by the end of K."""
-    import reorder.lowbit
-    monkeypatch.setattr(reorder.lowbit, "STREAM_MIN_BYTES", 0)
+    import reorder.quant.lowbit
+    monkeypatch.setattr(reorder.quant.lowbit, "STREAM_MIN_BYTES", 0)
     G, dims, tag = 8, (72, 4200), "BA16a64b4a"           # 64 x 64 tiles: one full strip
     x = _big(dims, seed=21)
     sc = np.random.default_rng(22).uniform(0.1, 1, (dims[0] // G, dims[1])).astype(np.float32)
@@ -260,8 +260,8 @@ def test_streamed_rows_against_reference(rows, threads, aligned, dt, monkeypatch
     first aligned one are streamed (forced here from 0 bytes). Rows of 1000 bytes start at
     several alignments, so rows have a head, a streamed middle and a tail; a buffer one byte
     off never reaches an aligned line and is written as before."""
-    import reorder.lowbit
-    monkeypatch.setattr(reorder.lowbit, "STREAM_MIN_BYTES", 0)
+    import reorder.quant.lowbit
+    monkeypatch.setattr(reorder.quant.lowbit, "STREAM_MIN_BYTES", 0)
     dims = (7, 1000)
     x = _big(dims, seed=31)
     kw = dict(dtype=dt, threads=threads)

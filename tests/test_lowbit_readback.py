@@ -211,7 +211,7 @@ def test_input_untouched_and_bad_buffers():
 def test_streaming_stores_into_out(rows, monkeypatch, tag, dims, align):
     """A result the caller gives, at or above the streaming threshold (set to 0 here), is
     written with streaming stores: rows that start off a 32-byte boundary get a scalar head."""
-    from reorder import lowbit
+    from reorder.quant import lowbit
     monkeypatch.setattr(lowbit, "STREAM_MIN_BYTES", 0)
     codes = _codes("u4", dims, 11)
     x = source(codes, dims, tag, "u4", True)

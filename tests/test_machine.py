@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder import _kernels, machine
-from reorder.plan_cache import cached_plan
+from reorder import _kernels
+from reorder.core import machine
+from reorder.plan.cache import cached_plan
 
 from reference import ref_from_plain
 
@@ -54,7 +55,7 @@ def test_threshold_is_half_the_cache_or_the_environment():
 
 
 def test_default_threshold_follows_the_detected_cache():
-    code = ("import reorder.machine as m\n"
+    code = ("import reorder.core.machine as m\n"
             "print(m.LLC_BYTES, m.STREAM_MIN_BYTES, repr(m.CPU_VENDOR), m.STREAM_MIN_SOURCE)")
     env = {"PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
@@ -133,7 +134,7 @@ WIDENED_PLANES = [
 
 @pytest.mark.parametrize("pixels,offsets,xeon,other", WIDENED_PLANES)
 def test_widened_far_planes_slice_by_their_offsets(pixels, offsets, xeon, other):
-    from reorder.problem import Node, far_plane_slice, plane_offsets
+    from reorder.kernels.base import Node, far_plane_slice, plane_offsets
     b = Node(64, 1, pixels, -1, 1)
     assert plane_offsets(b, 4) == offsets
     for ssize in (1, 2):
@@ -146,7 +147,7 @@ def test_widened_far_planes_slice_by_their_offsets(pixels, offsets, xeon, other)
 
 
 def test_environment_sets_the_threshold_at_import():
-    code = ("import reorder as ro, reorder.machine as m\n"
+    code = ("import reorder as ro, reorder.core.machine as m\n"
             "p = ro.plan(ro.Desc((64, 64, 64), 'f32', 'abc'), ro.Desc((64, 64, 64), 'f32', 'cba'))\n"
             "print(m.STREAM_MIN_BYTES, m.STREAM_MIN_SOURCE, p.runners[0].nt)")
     env = {"REORDER_STREAM_MIN_BYTES": "1024", "PATH": "/usr/bin:/bin"}

@@ -126,7 +126,7 @@ def test_signature_cache_eviction_under_eight_python_threads():
     """The eviction itself, hammered: 8 threads insert distinct keys into one cache of 4, so
     each insert evicts. Unlocked, two threads popped the same oldest key (KeyError) or
     iterated while another inserted ("dictionary changed size")."""
-    from reorder import api
+    from reorder.front import api
     cache, errors, barrier = {}, [], threading.Barrier(8)
 
     def work(t):
@@ -145,7 +145,7 @@ def test_signature_cache_eviction_under_eight_python_threads():
 def test_plan_caches_under_eight_python_threads(monkeypatch):
     """8 threads each reorder many distinct shapes at once, enough to evict from every
     cache many times over; every result must be right and nothing may raise."""
-    from reorder import api
+    from reorder.front import api
     # tiny signature caches: every call evicts, so two threads evict at once many times
     monkeypatch.setattr(api, "_BY_KEY_MAX", 2)
     monkeypatch.setattr(api, "_QUANTIZE_MAX", 2)
@@ -180,7 +180,7 @@ def test_repeated_calls_find_their_plan_by_signature_src_dtype_included():
     """A repeated call, with src_dtype= and with scales too, runs its plan without planning
     again; the signature keeps one array's words read as bf16 apart from the same words read
     as f16, and every result is the reference's."""
-    from reorder.plan_cache import cached_plan
+    from reorder.plan.cache import cached_plan
     dims = (2, 19, 3, 5)
     words = np.random.default_rng(3).integers(0, 0x7c00, dims).astype(np.uint16)
     want = ref_reorder(words, dims, "abcd", "aBcd16b")

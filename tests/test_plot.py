@@ -47,7 +47,7 @@ def _labels(fig):
 def test_layout_picture(tmp_path):
     d = ro.Desc((1, 20, 2, 3), "f32", "nChw16c")
     path = tmp_path / "nChw16c.png"
-    fig = d.plot(str(path))
+    fig = ro.plot_layout(d, str(path))
     assert path.read_bytes()[:8] == PNG
     labels = _labels(fig)
     # one nChw16c block per row: row r, column k holds c = 16 * (r // 6) + k, (h, w) = r % 6
@@ -90,10 +90,10 @@ def test_image_picture_matches_mace_formula(tmp_path):
 
 def test_too_big_and_missing_matplotlib(monkeypatch):
     with pytest.raises(ValueError, match="pictures draw at most 4096"):
-        ro.Desc((8, 64, 16, 16), "f32", "nChw16c").plot()
+        ro.plot_layout(ro.Desc((8, 64, 16, 16), "f32", "nChw16c"))
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(ImportError, match=r"pip install 'reorder\[plot\]'"):
-        ro.Desc((1, 4, 1, 1), "f32", "nchw").plot()
+        ro.plot_layout(ro.Desc((1, 4, 1, 1), "f32", "nchw"))
 
 
 def _pytest_benchmark_json():

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import reorder as ro
 from reorder import _kernels
-from reorder.plan_cache import cached_plan
+from reorder.plan.cache import cached_plan
 
 from layout_cases import (DTYPES, FAMILIES, LETTERS, MAX_ELEMS, DrawPick, RngPick, check_case,
                           fit, layout_case, plan_labels, random_bits, random_tag)

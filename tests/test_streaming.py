@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder.plan_cache import cached_plan
+from reorder.plan.cache import cached_plan
 
 import quant_reference as qr
 from reference import ref_physical_shape, ref_reorder, uint_view
@@ -60,7 +60,7 @@ def test_streaming_forced_on_and_off(family, stag, dtag, dims, dts, kernel, runn
     sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)
     attrs = None
     if kw:
-        from reorder.attrs import make_attrs
+        from reorder.core.attrs import make_attrs
         attrs = make_attrs(**kw)
     p = cached_plan(sdesc, ddesc, None, attrs, threshold)
     assert p.kernel == kernel, p.explain()

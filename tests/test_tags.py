@@ -4,7 +4,7 @@
 import pytest
 
 import reorder
-from reorder.tags import normalize_tag
+from reorder.core.tags import normalize_tag
 
 from reference import parse_tag as ref_parse_tag
 

@@ -59,7 +59,7 @@ def test_small_plans_still_check_an_explicit_count(bad):
 
 @needs_openmp
 def test_default_is_capped_at_usable_cpus():
-    from reorder.threads import usable_cpus
+    from reorder.kernels.threads import usable_cpus
     assert 1 <= ro.get_num_threads() <= usable_cpus()
 
 
@@ -116,7 +116,7 @@ import os, signal, sys, warnings
 import numpy as np
 import reorder as ro
 try:
-    from reorder.threads import omp_fork_safe
+    from reorder.kernels.threads import omp_fork_safe
 except ImportError:
     omp_fork_safe = lambda: False
 {parent}
@@ -187,7 +187,7 @@ def test_forked_child_runs_one_thread_whatever_asked(source, monkeypatch):
 @needs_openmp
 def test_thread_count_is_capped_by_the_plans_work_size():
     """A plan keeps at most one thread per PARALLEL_MIN_BYTES moved, whatever is asked."""
-    from reorder.problem import PARALLEL_MIN_BYTES
+    from reorder.kernels.base import PARALLEL_MIN_BYTES
     dims = (1, 16, 64, 64)                     # 256 KiB each side: 2 threads' worth of work
     p = ro.plan(ro.Desc(dims, "f32", "nchw"), ro.Desc(dims, "f32", "nChw16c"))
     assert p.max_threads == p.moved_bytes // PARALLEL_MIN_BYTES == 2

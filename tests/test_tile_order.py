@@ -8,7 +8,7 @@ import pytest
 
 import reorder as ro
 from reorder import _kernels
-from reorder.plan_cache import cached_plan
+from reorder.plan.cache import cached_plan
 
 from reference import uint_view
 from simd_paths import kernel_paths

@@ -8,9 +8,12 @@ from importlib import resources
 import numpy as np
 
 import reorder as ro
-from reorder import desc, interop, plot, tags, threads
+from reorder.core import desc, tags
+from reorder.front import interop
+from reorder import plot
+from reorder.kernels import threads
 
-rearrange = importlib.import_module("reorder.rearrange")   # the package attribute is the function
+rearrange = importlib.import_module("reorder.front.rearrange")   # the package attribute is the function
 
 
 def test_py_typed_ships():

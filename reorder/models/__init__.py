@@ -14,7 +14,8 @@ import os
 from .errors import ConvertError
 from .loader import Loaded, load
 from .presets import ISAS, PRESETS
-from .runner import Result, convert_file, convert_many
+from . import onednn_runtime
+from .runner import Result, convert_file, convert_many, convert_on_cluster
 
 __all__ = ["ConvertError", "ISAS", "Loaded", "PRESETS", "Result", "convert", "load",
            "onednn_weights_layout"]
@@ -65,18 +66,8 @@ def convert(src, dst=None, target="onednn-f32", *, out_dir=None, rules=None, isa
     if dst is None:
         raise ConvertError("convert() needs dst (or out_dir)")
     if client is not None:
-        return _cluster_one(client, src, dst, target, progress, kw)
+        return convert_on_cluster(client, src, dst, target, progress, kw)
     return convert_file(src, dst, target, progress=progress, **kw)
-
-
-def _cluster_one(client, src, dst, target, progress, kw):
-    from .cluster import run_on_cluster
-    from .presets import make_target
-    from .writer import check_destination
-    t = make_target(target, kw.pop("isa"), kw.pop("activations"), kw.pop("dtype"),
-                    kw.pop("src_layout"), kw.pop("onednn_lib"), kw.pop("input_shapes"))
-    check_destination(dst, kw.get("force", False), [src])
-    return run_on_cluster(client, [os.fspath(src)], [os.path.abspath(dst)], t, progress, kw)[0]
 
 
 def onednn_weights_layout(kind="conv", src_dims=None, weights_dims=None, *, strides=None,
@@ -103,7 +94,6 @@ def onednn_weights_layout(kind="conv", src_dims=None, weights_dims=None, *, stri
     .dtype, .padded_dims, .size (dnnl_memory_desc_get_size), .compensation, .comp_mask,
     .scale_adjust, .implementation, .version, .isa. Answers are cached per (layer, library).
     """
-    from . import onednn_runtime
     return onednn_runtime.weights_layout(kind, src_dims, weights_dims, strides, pads,
                                          dilations, groups, src_dtype, src_layout,
                                          src_zero_point, dst_dims, output_padding, lib, isa)

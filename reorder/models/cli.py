@@ -1,5 +1,4 @@
 """`python -m reorder convert`: the command line of reorder.convert()."""
-import sys
 
 from .presets import ISAS
 

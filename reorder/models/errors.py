@@ -1,5 +1,5 @@
 """The converter's exception: a ReorderError (so a ValueError) that names the file and tensor."""
-from ..errors import ReorderError
+from ..core.errors import ReorderError
 
 
 class ConvertError(ReorderError):

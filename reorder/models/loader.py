@@ -3,9 +3,9 @@ import json
 
 import numpy as np
 
-from ..desc import Desc
-from ..dtypes import as_dtype
-from ..errors import ReorderError
+from ..core.desc import Desc
+from ..core.dtypes import as_dtype
+from ..core.errors import ReorderError
 from . import safetensors_format as stf
 from .errors import ConvertError
 

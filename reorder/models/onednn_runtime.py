@@ -16,8 +16,8 @@ import threading
 import warnings
 from dataclasses import asdict, dataclass
 
-from ..desc import Desc
-from ..errors import ReorderError
+from ..core.desc import Desc
+from ..core.errors import ReorderError
 from .errors import ConvertError
 
 _ABC = "abcdefghijkl"

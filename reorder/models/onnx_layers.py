@@ -11,7 +11,7 @@ import numpy as np
 from ._extras import require
 from .errors import ConvertError
 from .onnx_reader import _ONNX_DTYPES, _WEIGHT_SLOTS, _Wire, _typed, scan
-from .readers import memmap_region
+from .source import memmap_region
 
 
 def parse_input_shapes(specs):

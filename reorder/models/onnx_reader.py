@@ -15,6 +15,7 @@ from . import onnx_fold
 from ._extras import require
 from .errors import ConvertError
 from .roles import Role
+from .source import SourceTensor, memmap_region
 
 # onnx.TensorProto.DataType -> numpy (little-endian, as raw_data is)
 _ONNX_DTYPES = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9: "?",
@@ -152,7 +153,6 @@ def _tensor(w, span):
 def read(path):
     """(list of source tensors, {name: Role}) for an ONNX model. Constant shape-only ops
     applied to initializers are folded (onnx_fold): their results are the tensors listed."""
-    from .readers import SourceTensor, memmap_region
     onnx = require("onnx", "reading ONNX models")
     inits, graph_bytes = scan(path)
     try:
@@ -188,7 +188,6 @@ def _fold(path, graph, stored, onnx):
     """The tensors to convert and their roles: each initializer, or what the folded ops that
     read it make of it (onnx_fold's docstring: which ops, and how the results are named)."""
     from onnx import numpy_helper
-    from .readers import SourceTensor
     uses = onnx_fold.uses_of(graph)
     outputs = {o.name for o in graph.output}
     consts = onnx_fold.Constants(graph, {n: (t.shape, t.load) for n, t in stored.items()},
@@ -205,7 +204,7 @@ def _fold(path, graph, stored, onnx):
                 tensors.append(src)
                 steps = ()
             else:
-                tensors.append(_folded(SourceTensor, src, name, members, len(groups) > 1))
+                tensors.append(_folded(src, name, members, len(groups) > 1))
             after = f" after {', '.join(s.label for s in steps)}" if steps else ""
             what = f"initializer {src.name!r}" if name == src.name else \
                 f"tensor {name!r} (initializer {src.name!r})"
@@ -214,7 +213,7 @@ def _fold(path, graph, stored, onnx):
     return tensors, out
 
 
-def _folded(SourceTensor, src, name, members, shared):
+def _folded(src, name, members, shared):
     """The SourceTensor of a folded result: src's bytes through the steps of members[0]."""
     first = members[0]
     steps, shape = first.steps, first.shape
@@ -234,7 +233,6 @@ def _folded(SourceTensor, src, name, members, shared):
 
 
 def _external(path, base, t, dt, nbytes):
-    from .readers import memmap_region
     loc = t.external.get("location")
     if not loc:
         raise ConvertError(f"{path}: initializer {t.name!r} is external but names no location")

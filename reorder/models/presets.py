@@ -7,8 +7,8 @@ Where each choice comes from is written in docs/convert.md.
 import os
 from dataclasses import dataclass
 
-from ..errors import ReorderError
-from ..tags import parse_tag
+from ..core.errors import ReorderError
+from ..core.tags import parse_tag
 from .errors import ConvertError
 
 ISAS = ("avx512_core_vnni", "avx512_core", "avx2_vnni", "avx2")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from .._version import __version__
 from . import progress as prog
 from .buffers import BufferPool
+from .cluster import run_on_cluster
 from .errors import ConvertError, LayerError
 from .presets import make_target
 from .query import answers
@@ -206,8 +207,7 @@ def convert_many(srcs, out_dir, target="onednn-f32", *, client=None, progress=No
     for s, d in zip(srcs, dsts):
         check_destination(d, kw.get("force", False), [s])
     if client is not None:
-        from .cluster import run_on_cluster
-        return run_on_cluster(client, srcs, dsts, t, progress, kw)
+        return run_on_cluster(client, _convert_on_worker, srcs, dsts, t, progress, kw)
     show = prog.wanted(progress)
     files = prog.Bar(len(srcs), "files", show and len(srcs) > 1, position=0, unit="file")
     results = []
@@ -219,3 +219,17 @@ def convert_many(srcs, out_dir, target="onednn-f32", *, client=None, progress=No
     finally:
         files.close()
     return results
+
+
+def _convert_on_worker(src, dst, target, kw):
+    """One file on a Dask worker: no progress bars there."""
+    return convert_file(src, dst, target, progress=False, **kw)
+
+
+def convert_on_cluster(client, src, dst, target, progress, kw):
+    """One file converted on a worker of `client`."""
+    t = make_target(target, kw.pop("isa"), kw.pop("activations"), kw.pop("dtype"),
+                    kw.pop("src_layout"), kw.pop("onednn_lib"), kw.pop("input_shapes"))
+    check_destination(dst, kw.get("force", False), [src])
+    return run_on_cluster(client, _convert_on_worker, [os.fspath(src)], [os.path.abspath(dst)], t,
+                          progress, kw)[0]

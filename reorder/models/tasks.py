@@ -5,10 +5,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..api import quantize, reorder
-from ..desc import Desc
-from ..dtypes import as_dtype
-from ..errors import ReorderError
+from ..front.api import quantize, reorder
+from ..core.desc import Desc
+from ..core.dtypes import as_dtype
+from ..core.errors import ReorderError
 from . import safetensors_format as stf
 from .errors import ConvertError, LayerError
 from .presets import Decision, decide

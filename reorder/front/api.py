@@ -4,16 +4,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._convert import finish_compensation
-from ._kernels import data_address
-from .binding import check_dst
-from .attrs import _comp_kinds, _mask_text, make_attrs
-from .conversion import call_values
-from .desc import Desc, _fmt
-from .dtypes import dtype_of_numpy, as_dtype
-from . import interop, lowbit
-from .errors import ReorderError
-from .plan_cache import cached_plan
+from .._convert import finish_compensation
+from .._kernels import data_address
+from ..plan.binding import check_dst
+from ..core.attrs import _comp_kinds, _mask_text, make_attrs
+from ..kernels.convert import call_values
+from ..core.desc import Desc, _fmt
+from ..core.dtypes import dtype_of_numpy, as_dtype
+from . import interop
+from ..quant import lowbit
+from ..core.errors import ReorderError
+from ..plan.cache import cached_plan
 
 __all__ = ["reorder", "plan", "quantize", "Quantized", "as_array"]
 

@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 
-from . import _convert
-from .attrs import scale_array, sum_factor, zero_point
-from .move_kernels import TILE_DST_BYTES
-from .problem import (COLS_FIRST_DST_ROW_BYTES, FAR_PLANE_BYTES, Kernel, Node, far_plane_slice,
+from .. import _convert
+from ..core.attrs import scale_array, sum_factor, zero_point
+from .move import TILE_DST_BYTES
+from .base import (COLS_FIRST_DST_ROW_BYTES, FAR_PLANE_BYTES, Kernel, Node, far_plane_slice,
                       far_planes, rows_on_one_offset, rows_spread, slab_lanes)
 
 __all__ = ["ConversionKernel", "arith_for", "call_values", "tile_b_slice",

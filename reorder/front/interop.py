@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
-from .dtypes import _BF16_NP
+from ..core.dtypes import _BF16_NP
 
 __all__ = ["read", "read_words", "wrap_like", "returns_like_input"]
 

@@ -6,8 +6,8 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from . import machine
-from .machine import STREAM_MIN_BYTES
+from ..core import machine
+from ..core.machine import STREAM_MIN_BYTES
 
 # Below this many bytes moved a thread team costs more than it saves.
 PARALLEL_MIN_BYTES = 1 << 18

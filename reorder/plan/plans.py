@@ -4,17 +4,17 @@ from functools import lru_cache
 
 import numpy as np
 
-from .conversion import arith_for, tile_b_slice, widened_columns_cached
-from .threads import resolve
-from ._kernels import data_address
+from ..kernels.convert import arith_for, tile_b_slice, widened_columns_cached
+from ..kernels.threads import resolve
+from .._kernels import data_address
 from .binding import aligned_empty, bind_source, check_dst, check_out
-from .desc import _bytes, _fmt
-from .errors import ReorderError
-from .move_kernels import TILE_DST_BYTES
+from ..core.desc import _bytes, _fmt
+from ..core.errors import ReorderError
+from ..kernels.move import TILE_DST_BYTES
 from .planner import plan_steps
-from .problem import (FAR_SLICE_BYTES, FAR_SLICE_PLANES, PARALLEL_MIN_BYTES, STREAM_MIN_BYTES,
+from ..kernels.base import (FAR_SLICE_BYTES, FAR_SLICE_PLANES, PARALLEL_MIN_BYTES, STREAM_MIN_BYTES,
                       UNALIASED_PLANE_OFFSETS, stream_threads)
-from .tags import ABC
+from ..core.tags import ABC
 
 # explain()'s words for a tile slice of far dst planes (problem.far_plane_slice)
 _FAR = (f"far dst planes, {FAR_SLICE_BYTES} bytes over the output's element size, at "

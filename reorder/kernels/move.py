@@ -14,8 +14,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _kernels, machine
-from .problem import (ALL_THREADS, COLS_FIRST_DST_ROW_BYTES, COLS_FIRST_ROWS_PER_SET,
+from .. import _kernels
+from ..core import machine
+from .base import (ALL_THREADS, COLS_FIRST_DST_ROW_BYTES, COLS_FIRST_ROWS_PER_SET,
                       FAR_PLANE_BYTES, Kernel, far_plane_slice, far_planes, plane_offsets,
                       rows_on_one_offset, rows_spread, slab_lanes)
 

@@ -21,11 +21,11 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from .desc import Axis, Desc
-from .dtypes import as_dtype, dtype_of_numpy
-from .errors import ReorderError, caret
+from ..core.desc import Axis, Desc
+from ..core.dtypes import as_dtype, dtype_of_numpy
+from ..core.errors import ReorderError, caret
 from .interop import read_words, wrap_like
-from .plan_cache import cached_plan
+from ..plan.cache import cached_plan
 
 __all__ = ["rearrange", "RearrangeError"]
 

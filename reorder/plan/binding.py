@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 
-from ._kernels import data_address
-from .desc import _fmt
-from .errors import ReorderError
+from .._kernels import data_address
+from ..core.desc import _fmt
+from ..core.errors import ReorderError
 
 __all__ = ["aligned_empty", "bind_source", "check_dst", "check_out"]
 

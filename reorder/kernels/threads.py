@@ -14,8 +14,8 @@ import os
 import warnings
 from typing import Iterator, Optional
 
-from . import _kernels
-from .errors import ReorderError
+from .. import _kernels
+from ..core.errors import ReorderError
 
 _override = contextvars.ContextVar("reorder_threads", default=None)
 _global = None

@@ -357,13 +357,6 @@ class Desc:
         return "\n".join(lines)
 
 
-    def plot(self, path: Optional[str] = None, **kwargs: Any) -> Any:
-        """Draw the layout: memory cells coloured by logical coordinate, padding hatched,
-        blocks boxed (reorder.plot.plot_layout; needs matplotlib, the `plot` extra)."""
-        from .plot import plot_layout      # pictures are an optional front end
-        return plot_layout(self, path, **kwargs)
-
-
 def _bytes(n):
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":

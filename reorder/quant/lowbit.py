@@ -21,15 +21,15 @@ import numbers
 
 import numpy as np
 
-from . import _lowbit
-from ._kernels import data_address
-from .binding import aligned_empty, bind_source, check_out
-from .desc import Axis, Desc, _fmt
-from .dtypes import LOWBIT, as_dtype
-from .errors import ReorderError
-from .plan_cache import cached_plan
-from .problem import PARALLEL_MIN_BYTES, STREAM_MIN_BYTES, stream_threads
-from .threads import resolve
+from .. import _lowbit
+from .._kernels import data_address
+from ..plan.binding import aligned_empty, bind_source, check_out
+from ..core.desc import Axis, Desc, _fmt
+from ..core.dtypes import LOWBIT, as_dtype
+from ..core.errors import ReorderError
+from ..plan.cache import cached_plan
+from ..kernels.base import PARALLEL_MIN_BYTES, STREAM_MIN_BYTES, stream_threads
+from ..kernels.threads import resolve
 
 __all__ = ["is_lowbit", "packed_nbytes", "Quant", "reorder_lowbit", "quantize_lowbit",
            "QuantizedLowBit"]

@@ -7,7 +7,7 @@
   2. Size-1 nodes are dropped, nodes are sorted by dst stride (outermost first), and nodes
      contiguous on both sides are fused, so `h` and `w` become one run of H*W.
 """
-from .problem import Node, Problem
+from ..kernels.base import Node, Problem
 
 
 class Incompatible(Exception):

@@ -5,9 +5,10 @@ from typing import Optional, TextIO
 
 import numpy as np
 
-from . import _kernels, machine
-from ._version import __version__
-from .threads import get_num_threads, usable_cpus
+from .. import _kernels
+from ..core import machine
+from .._version import __version__
+from ..kernels.threads import get_num_threads, usable_cpus
 
 
 def _cpu_name():

@@ -2,11 +2,11 @@
 before it is built. functools' cache is safe to call from several Python threads."""
 from functools import lru_cache
 
-from .attrs import Attrs
-from .desc import _fmt
-from .errors import ReorderError
+from ..core.attrs import Attrs
+from ..core.desc import _fmt
+from ..core.errors import ReorderError
 from .plans import Plan
-from .problem import STREAM_MIN_BYTES
+from ..kernels.base import STREAM_MIN_BYTES
 
 __all__ = ["cached_plan"]
 

@@ -16,10 +16,10 @@ narrower type).
 """
 import math
 
-from . import _convert
-from .conversion import ConversionKernel
-from .desc import Desc
-from .move_kernels import (BlockKernel, CopyKernel, GenericKernel, InterleaveKernel,
+from .. import _convert
+from ..kernels.convert import ConversionKernel
+from ..core.desc import Desc
+from ..kernels.move import (BlockKernel, CopyKernel, GenericKernel, InterleaveKernel,
                            TransposeKernel)
 from .normalise import Incompatible, normalise
 

@@ -1,0 +1,2 @@
+"""Layer 5: what users call: `reorder()`, `plan()`, `quantize()`, `rearrange()`, array
+interop and the build report."""

@@ -1,0 +1,1 @@
+"""Helpers of the command line: the benchmark cases and the timing loop."""

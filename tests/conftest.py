@@ -19,12 +19,10 @@ def pytest_collection_modifyitems(config, items):
 def fresh_plans():
     """The plan caches cleared before and after a test that changes what plans are made
     from (a planner constant or machine.TILE_RULES), so no plan crosses over."""
-    from reorder.plan import cache, plans
-    plan_cache.cached_plan.cache_clear()
-    plans._steps.cache_clear()
+    from reorder.plan import cache
+    cache.clear()
     yield
-    plan_cache.cached_plan.cache_clear()
-    plans._steps.cache_clear()
+    cache.clear()
 
 
 @pytest.fixture
@@ -32,8 +30,8 @@ def transpose_small_byte_planes(monkeypatch, fresh_plans):
     """Byte activations of small planes stay with the transpose kernel, as on a CPU without
     AVX-512 VBMI, for the tests of its tiles."""
     from reorder.kernels import move
-    monkeypatch.setattr(move_kernels, "ACTIVATION_BLOCK_COLUMNS",
-                        dict.fromkeys(move_kernels.ACTIVATION_BLOCK_COLUMNS, 0))
+    monkeypatch.setattr(move, "ACTIVATION_BLOCK_COLUMNS",
+                        dict.fromkeys(move.ACTIVATION_BLOCK_COLUMNS, 0))
 
 
 @pytest.fixture
@@ -42,9 +40,9 @@ def transpose_few_columns(monkeypatch, fresh_plans):
     2-15 pixels) stay with the transpose kernel, and their conversions with the conversion
     tiles, as on a CPU without AVX-512, for the tests of those tiles."""
     from reorder.kernels import move
-    monkeypatch.setattr(move_kernels, "INTERLEAVE_MAX_CHANNELS",
-                        dict.fromkeys(move_kernels.INTERLEAVE_MAX_CHANNELS, 0))
-    monkeypatch.setattr(move_kernels, "INTERLEAVE_STREAMED_MAX_CHANNELS", 0)
+    monkeypatch.setattr(move, "INTERLEAVE_MAX_CHANNELS",
+                        dict.fromkeys(move.INTERLEAVE_MAX_CHANNELS, 0))
+    monkeypatch.setattr(move, "INTERLEAVE_STREAMED_MAX_CHANNELS", 0)
 
 
 @pytest.fixture(params=[True, False], ids=["xeon-tile-rules", "zen-tile-rules"])

@@ -7,7 +7,7 @@ batch by batch in child processes, within a time budget.
 
 Valid pairs come from tests/layout_cases.py (the property tests' generator, driven by a numpy
 Generator seeded with [seed, batch, case]), each into a poisoned out= inside guard bytes and
-into a fresh result, checked bit for bit against tests/reference.py. Bad inputs (mutated tags,
+into a fresh result, checked bit for bit against reorder/testing/reference.py. Bad inputs (mutated tags,
 wrong dims, wrong or overlapping or read-only out=, bad threads=, wrong source shapes, zero
 strides) must raise ValueError or TypeError and leave the inputs as they were; where the
 library accepts an input, its result is checked against the reference like any other.
@@ -32,7 +32,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 from layout_cases import RngPick, check_case, layout_case, random_tag  # noqa: E402
-from reference import (RefTagError, blocking, parse_tag, ref_physical_shape,  # noqa: E402
+from reorder.testing.reference import (RefTagError, blocking, parse_tag, ref_physical_shape,  # noqa: E402
                        ref_reorder, uint_view)
 
 BAD_INPUT_SHARE = 0.25          # of the cases

@@ -20,13 +20,13 @@ the padding each must write:
   copy         the same layout on both sides (the copy kernel)
 
 Nothing here imports the package's layout code: the expected bytes come from
-tests/reference.py alone.
+reorder/testing/reference.py alone.
 """
 import math
 
 import numpy as np
 
-from reference import blocking, ref_physical_shape, ref_reorder, uint_view
+from reorder.testing.reference import blocking, ref_physical_shape, ref_reorder, uint_view
 
 LETTERS = "abcdefghijkl"
 MAX_ELEMS = 1 << 16             # padded elements per layout: keeps each case fast

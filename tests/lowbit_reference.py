@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from reference import offsets_of_all
+from reorder.testing.reference import offsets_of_all
 
 
 def _grid(ebits, mbits, bias):

@@ -23,7 +23,7 @@ def sentinel(shape, storage):
 def check_on_threads(p, x, expected, storage, context):
     """Plan p on x into a sentinel out= on 1, 2 and 3 threads: the result is out itself and
     bit for bit `expected` (context goes into the failure message)."""
-    from reference import uint_view
+    from reorder.testing.reference import uint_view
     for threads in (1, 2, 3):
         out = sentinel(p.dst.physical_shape, storage)
         got = p(x, out=out, threads=threads)

@@ -10,7 +10,7 @@ import reorder as ro
 from reorder import _kernels
 from reorder.plan.cache import cached_plan
 
-from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
+from reorder.testing.reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
 from simd_paths import kernel_paths
 from storage_values import STORAGE, check_on_threads, random_storage, sentinel
 
@@ -213,7 +213,7 @@ def test_blocks_outside_the_register_path(dims, blocked, dtype):
 
 
 # Activations blocked by 16 channels whose planes are small take the block kernel where the
-# CPU has AVX-512 VBMI (move_kernels.ACTIVATION_BLOCK_COLUMNS): bytes either way, 16-bit
+# CPU has AVX-512 VBMI (move.ACTIVATION_BLOCK_COLUMNS): bytes either way, 16-bit
 # elements into the blocked side; 7x7 (a plane not a multiple of 4 bytes), 3x5, 8x8, 1x3,
 # 10x10 and 14x14; channels padded (35, 19, 3) and whole; one image and several
 ACTIVATIONS = [((8, 64, 7, 7), "nchw", "nChw16c"), ((8, 64, 7, 7), "nChw16c", "nchw"),

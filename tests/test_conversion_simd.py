@@ -13,7 +13,7 @@ import pytest
 import reorder as ro
 from reorder import _convert
 from reorder.front import api
-from reorder.plan.cache import cached_plan
+from reorder.plan.cache import REORDER_CALLS_WITH_ATTRS, cached_plan
 import quant_reference as qr
 from quant_reference import bits
 from simd_paths import convert_modes
@@ -202,7 +202,7 @@ def test_long_run_pieces(threads, mode):
 # (dims, src tag, dst tag, the runner the planner picks). The tile needs 16 or more
 # destination-contiguous lanes; with fewer the shapes go through the strided walk. Lanes that
 # are not whole groups of 16 end in a group that overlaps the one before; 1-byte outputs take
-# that only with enough lanes (conversion.part_group_bytes_fit), else the walk ("ConvertTile*"
+# that only with enough lanes (convert.part_group_bytes_fit), else the walk ("ConvertTile*"
 # below). More than 4096 lanes are cut into blocks of the longest multiple of 16 that
 # divides them.
 TILES = [((2, 35, 3, 6), "abcd", "aBcd16b", "ConvertTile"),    # padded C, 18 columns
@@ -256,7 +256,7 @@ def test_word_tiles_widen_after_the_transpose(sdt, dims, stag, dtag, mode):
 
 
 # Widening tiles into dst rows a multiple of 512 bytes apart walk B's columns first, every
-# lane group at each (conversion._widening_cols_first): f32 rows of 128 and 256 channels,
+# lane group at each (convert._widening_cols_first): f32 rows of 128 and 256 channels,
 # 16-bit rows of 256 (scaled bytes), whole chunks of 16 columns; 64 channels of f32 (rows
 # 256 bytes apart) keep the groups first.
 WIDENING = [("bf16", "f32", (2, 128, 4, 8), {}), ("f16", "f32", (1, 256, 2, 16), {}),
@@ -325,14 +325,14 @@ def test_second_call_with_other_values_hits_the_cache():
     x = rng.standard_normal((2, 24, 5, 5)).astype(np.float32) * 50
     kw = dict(dst_scale_mask=2, dst_zero_point=3)
     ro.reorder(x, "nchw", "nChw16c", dtype="u8", dst_scales=np.full(24, 0.5, np.float32), **kw)
-    n_keys, info = len(api._BY_ATTRS), cached_plan.cache_info()
+    n_keys, info = len(REORDER_CALLS_WITH_ATTRS), cached_plan.cache_info()
     for trial in range(3):
         sc = (rng.random(24).astype(np.float32) + 0.1) * (trial + 1)
         got = ro.reorder(x, "nchw", "nChw16c", dtype="u8", dst_scales=sc, **kw)
         exp, _, _ = qr.ref_reorder(x.reshape(-1), x.shape, "abcd", "aBcd16b", "f32", "u8",
                                    dst_scales=sc, dst_mask=2, dst_zp=3)
         np.testing.assert_array_equal(bits(got), bits(exp))
-    assert len(api._BY_ATTRS) == n_keys
+    assert len(REORDER_CALLS_WITH_ATTRS) == n_keys
     after = cached_plan.cache_info()
     assert (after.hits, after.misses) == (info.hits, info.misses), "the call re-planned"
     # other zero points and a scalar scale of the same structure: also no new plan

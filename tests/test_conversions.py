@@ -19,10 +19,10 @@ from reorder.core.attrs import make_attrs
 from reorder.plan.binding import aligned_empty
 from reorder.kernels.convert import arith_for
 from reorder.plan.cache import cached_plan
-from reorder.plan.plans import _steps
+from reorder.plan import cache
 import quant_reference as qr
 from quant_reference import bits
-from reference import ref_physical_shape
+from reorder.testing.reference import ref_physical_shape
 from simd_paths import CONVERT_MODES as SIMD, convert_modes
 
 try:
@@ -240,11 +240,9 @@ def walk(request, monkeypatch):
     if request.param:
         monkeypatch.setattr(planner, "_slow_walk", lambda step: False)
         monkeypatch.setattr(planner, "_interleaved_move", lambda src, dst, nt: False)
-    _steps.cache_clear()
-    cached_plan.cache_clear()
+    cache.clear()
     yield request.param
-    _steps.cache_clear()
-    cached_plan.cache_clear()
+    cache.clear()
 
 
 @pytest.mark.parametrize("dims,stag,dtag", LAYOUTS, ids=[f"{s}-{d}" for _, s, d in LAYOUTS])
@@ -1309,7 +1307,7 @@ def test_fours_with_one_scale_or_a_scale_per_lane(dims, sdt, ddt, kw, simd):
 
 
 # f32 columns of the tiles, streamed when the plan streams: from 1-byte sources only in far
-# planes (problem.FAR_PLANE_BYTES), from wider ones wherever the lines are whole;
+# planes (base.FAR_PLANE_BYTES), from wider ones wherever the lines are whole;
 # widened, on more than one thread only where a lane group writes many far planes. (nt,
 # streams on more than one thread)
 TILE_F32_STREAMS = [
@@ -1349,7 +1347,7 @@ def test_tile_streams_f32_columns(stag, dtag, dims, sdt, ddt, kw, nt, more, simd
 # the last lane (into the next row's lanes, written before or after) or a lane left unwritten
 # shows; a sum with dst, which the second write would add twice, keeps the other paths.
 # (src tag, dst tag, dims, the tile's lanes, whether 1-byte outputs take the tile:
-# conversion.part_group_bytes_fit)
+# convert.part_group_bytes_fit)
 PART_GROUPS = [
     ("aBcd16b", "abcd", (2, 32, 7, 7), 49, True),    # 3 groups, the last at 33..48; fours
     ("aBcd16b", "abcd", (1, 19, 7, 7), 49, True),    # the same, and a padded block's 3 columns
@@ -1415,7 +1413,7 @@ def test_tile_lanes_not_whole_groups_from_views(view, simd):
 
 
 # Tiles whose dst rows lie a multiple of 4 KiB apart build a chunk of lanes of them in a
-# scratch and copy each row's part out (conversion._copy_lanes): nhwc -> nchw (rows: planes),
+# scratch and copy each row's part out (convert._copy_lanes): nhwc -> nchw (rows: planes),
 # nChw16c -> nchw at C=40 (the last block's rows past C not in dst), nchw -> nhwc at 1024
 # channels (rows: pixels). Outputs of 2 and 4 bytes; C not a multiple of 16 (40, 24, 72).
 # Chunks set to 96 lanes leave a short last one. (dims, src tag, dst tag, src, dst, keywords)
@@ -1441,7 +1439,7 @@ def test_tiles_into_rows_on_one_offset_copied_out_in_chunks(dims, stag, dtag, sd
                                                             fresh_plans):
     from reorder.kernels import convert
     if chunk:
-        monkeypatch.setattr(conversion, "TILE_COPY_LANES", chunk)
+        monkeypatch.setattr(convert, "TILE_COPY_LANES", chunk)
     rng = np.random.default_rng(zlib.crc32(f"{dims} {stag} {sdt} {ddt}".encode()))
     sdesc, ddesc = ro.Desc(dims, sdt, stag), ro.Desc(dims, ddt, dtag)
     src = qr.place(values_for(sdt, math.prod(dims), rng), dims, stag, sdt)
@@ -1532,11 +1530,11 @@ def test_tile_lanes_overlapping_refuse_what_they_would_count_twice():
 
 # Tiles whose B lies in far dst rows or planes take B in slices where the stores stay
 # cached, a multiple of 16 dividing B: in nchw -> nhwc (B the pixels, a dst row of every
-# channel each) rows that fit TILE_DST_BYTES; where B is far planes (problem.far_plane_slice:
+# channel each) rows that fit TILE_DST_BYTES; where B is far planes (base.far_plane_slice:
 # nhwc -> nchw, and nchw -> nhwc with rows of 4 KiB) 128 bytes over the output's element
 # size, at most 64; widening into f32, 16 where the planes start at one or two 4 KiB
 # offsets, and from 8 offsets up only by the Xeon's rules (machine.TileRules) or where fewer
-# than 4 positions share the threads (conversion.TILE_SHARED_POSITIONS).
+# than 4 positions share the threads (convert.TILE_SHARED_POSITIONS).
 # (dims, src tag, src, dst, keywords, the slice with the Xeon's rules, with the others':
 # 0 when B stays whole)
 ROWS, FAR = "dst rows <= 128.00 KiB)", "far dst planes, "

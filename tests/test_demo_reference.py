@@ -1,6 +1,6 @@
-"""reorder/reference.py, the check behind the demo's and bench's "bit for bit", against
-offsets, shapes and arrays written out by hand from the layout spec (§1.3, §1.4, §2.3, §2.4),
-and against the suite's own reference. It must not lean on the package's tag parser or
+"""reorder/testing/reference.py, the check behind the tests', the demo's and bench's "bit for
+bit", against offsets, shapes and arrays written out by hand from the layout spec (§1.3, §1.4,
+§2.3, §2.4), its spellings (aliases, x meta-tags, TVM) against its abstract tags. It must not lean on the package's tag parser or
 descriptors: a bug there would otherwise pass the demo's check unnoticed."""
 import ast
 import pathlib
@@ -10,7 +10,7 @@ import pytest
 
 from reorder.testing import reference as demo_ref
 
-import reference as suite_ref
+from reorder.testing import reference as suite_ref
 from spec_offsets import SPEC_OFFSETS
 
 
@@ -105,7 +105,8 @@ def test_from_logical_moves_bits():
     ("goihw", "abcde", "gOIhw2i8o4i", "aBCde2c8b4c", (2, 9, 13, 1, 3)),
     ("ab", "ab", "AB32a32b8a4b", "AB32a32b8a4b", (33, 70)),
 ])
-def test_agrees_with_the_suite_reference(stag, sabs, dtag, dabs, dims):
+def test_spellings_agree_with_their_abstract_tags(stag, sabs, dtag, dabs, dims):
+    # the scatter through a spelling's offsets and the gather of the abstract-tag level
     rng = np.random.default_rng(0)
     logical = rng.integers(1, 1 << 30, dims).astype(np.int32)
     x = demo_ref.from_logical(logical, stag)

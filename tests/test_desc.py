@@ -9,7 +9,7 @@ import pytest
 import reorder
 from reorder import Desc
 
-from reference import (
+from reorder.testing.reference import (
     blocking,
     offset as ref_offset,
     ref_matches,

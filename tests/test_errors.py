@@ -7,7 +7,7 @@ import pytest
 
 import reorder
 
-from reference import ref_from_plain
+from reorder.testing.reference import ref_from_plain
 
 
 def _values(shape, dtype=np.float32, seed=0):

@@ -11,7 +11,7 @@ from reorder import _kernels
 from reorder.kernels import move
 from reorder.plan.cache import cached_plan
 
-from reference import uint_view
+from reorder.testing.reference import uint_view
 from simd_paths import kernel_paths
 from storage_values import STORAGE, check_on_threads, random_storage
 
@@ -29,10 +29,10 @@ simd = kernel_paths("avx512")
 def _meant_for_interleave(dims, dtype, to_planes, streaming):
     n, c, h, w = dims
     size = np.dtype(STORAGE[dtype]).itemsize
-    most = move_kernels.INTERLEAVE_STREAMED_MAX_CHANNELS if streaming \
-        else move_kernels.INTERLEAVE_MAX_CHANNELS[size, to_planes]
+    most = move.INTERLEAVE_STREAMED_MAX_CHANNELS if streaming \
+        else move.INTERLEAVE_MAX_CHANNELS[size, to_planes]
     return (0 not in dims and c <= most
-            and (size, to_planes, c) not in move_kernels.INTERLEAVE_LEFT_TO_TILES
+            and (size, to_planes, c) not in move.INTERLEAVE_LEFT_TO_TILES
             and h * w * size >= 64 and bool(_kernels.interleave_paths(size)))
 
 

@@ -9,7 +9,7 @@ import pytest
 import reorder as ro
 from reorder.front import interop
 
-from reference import ref_from_plain
+from reorder.testing.reference import ref_from_plain
 
 torch = pytest.importorskip("torch")
 

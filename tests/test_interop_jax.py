@@ -5,7 +5,7 @@ import pytest
 
 import reorder as ro
 
-from reference import ref_from_plain
+from reorder.testing.reference import ref_from_plain
 
 jnp = pytest.importorskip("jax.numpy")
 

@@ -7,7 +7,7 @@ import reorder as ro
 from reorder import _kernels
 from reorder.plan.cache import cached_plan
 
-from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
+from reorder.testing.reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
 from simd_paths import kernel_paths
 
 # (src tag, dst tag, dims, kernel the planner must pick)
@@ -231,7 +231,7 @@ def test_planes_on_one_offset_copied_out_in_chunks(simd, dtype, dims, scratch, m
                                                    fresh_plans):
     from reorder.kernels import move
     if scratch:
-        monkeypatch.setattr(move_kernels, "TILE_COPY_LANES_BYTES", scratch)
+        monkeypatch.setattr(move, "TILE_COPY_LANES_BYTES", scratch)
     dt = np.dtype(ro.Desc(dims, dtype, "abcd").dtype.storage)
     x = np.random.default_rng(sum(dims)).integers(0, 256, int(np.prod(dims)) * dt.itemsize,
                                                   dtype=np.uint8).view(dt)
@@ -288,7 +288,7 @@ def test_rows_on_one_offset_copied_out_in_other_layouts(simd, stag, dtag, dims, 
 
 
 # nchw -> nhwc rows (pixels) back to back, 1 KiB or longer on few 4 KiB offsets
-# (move_kernels.COPIED_ROW_OFFSETS): copied out in chunks where the kind's rules do not copy
+# (move.COPIED_ROW_OFFSETS): copied out in chunks where the kind's rules do not copy
 # them out whole and the step moves TILE_COPY_ROWS_MIN_BYTES (set to 0 here, then back).
 # (dims, dtype, copied): f32 at 256 and 512 channels, f64 at 128, bf16 at 1024, bytes at
 # 2048 are; f32 at 128, bf16 at 512, bytes at 1024 are not.
@@ -304,12 +304,11 @@ BACK_TO_BACK_ROWS = [((2, 256, 5, 7), "f32", True), ((3, 512, 2, 9), "f32", True
 def test_rows_back_to_back_copied_out_in_chunks_by_kind(simd, dims, dtype, copied, tile_rules,
                                                          monkeypatch):
     from reorder.kernels import move
-    from reorder.plan import cache, plans
+    from reorder.plan import cache
     dt = np.dtype(ro.Desc(dims, dtype, "abcd").dtype.storage)
     for floor, small in ((0, False), (1 << 62, True)):
-        monkeypatch.setattr(move_kernels, "TILE_COPY_ROWS_MIN_BYTES", floor)
-        plan_cache.cached_plan.cache_clear()        # the floor changed within the test
-        plans._steps.cache_clear()
+        monkeypatch.setattr(move, "TILE_COPY_ROWS_MIN_BYTES", floor)
+        cache.clear()        # the floor changed within the test
         _check_back_to_back(dims, dtype, dt, copied and not small, tile_rules)
 
 

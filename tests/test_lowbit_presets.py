@@ -15,7 +15,7 @@ from reorder.models.tasks import lowbit_group
 
 from lowbit_reference import pack_nibbles, place, quantize_ref
 from model_builder import resnet_like
-from reference import ref_from_plain
+from reorder.testing.reference import ref_from_plain
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,10 @@ import pytest
 import reorder as ro
 from reorder import _kernels
 from reorder.core import machine
+from reorder.front.config import config_dict
 from reorder.plan.cache import cached_plan
 
-from reference import ref_from_plain
+from reorder.testing.reference import ref_from_plain
 
 
 def _fake_cache(root, entries):
@@ -73,7 +74,7 @@ def test_default_threshold_follows_the_detected_cache():
 def test_plans_default_to_the_detected_threshold():
     p = cached_plan(ro.Desc((4, 32, 8, 8), "f32", "nchw"), ro.Desc((4, 32, 8, 8), "f32", "nChw16c"))
     assert p.stream_min_bytes == machine.STREAM_MIN_BYTES
-    text = ro.config.config_dict()["streaming stores"]
+    text = config_dict()["streaming stores"]
     if machine.STREAM_MIN_BYTES >= machine.NEVER_STREAM:
         assert text.startswith("never (") and machine.STREAM_MIN_SOURCE in text
     else:

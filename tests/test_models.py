@@ -16,7 +16,7 @@ from reorder import opencl as rocl
 from reorder.__main__ import main
 
 from model_builder import resnet_like
-from reference import offsets_of_all, ref_from_plain, uint_view
+from reorder.testing.reference import offsets_of_all, ref_from_plain, uint_view
 
 CONV = ["stem.weight", "block1.conv1.weight", "block1.conv2.weight", "proj.weight"]
 PLAIN = ["stem.bias", "block1.conv1.bias", "proj.bias", "dw.bias", "grouped.bias", "bn.scale",

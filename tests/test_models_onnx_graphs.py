@@ -16,7 +16,7 @@ import reorder as ro  # noqa: E402
 from reorder import opencl as rocl  # noqa: E402
 
 from model_builder import deconv_model, folded_ops, shared_initializer  # noqa: E402
-from reference import offsets_of_all, ref_from_plain  # noqa: E402
+from reorder.testing.reference import offsets_of_all, ref_from_plain  # noqa: E402
 
 # name: (the folded array from the initializer, role, Gemm transB)
 FOLDED = {

@@ -10,7 +10,7 @@ import reorder as ro
 from reorder import _kernels
 from reorder.plan.cache import cached_plan
 
-from reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
+from reorder.testing.reference import ref_from_plain, ref_physical_shape, ref_reorder, uint_view
 from simd_paths import kernel_paths
 from storage_values import random_storage, sentinel
 

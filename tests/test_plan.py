@@ -8,7 +8,7 @@ import pytest
 
 import reorder as ro
 
-from reference import ref_physical_shape, ref_reorder
+from reorder.testing.reference import ref_physical_shape, ref_reorder
 
 
 # --- a descriptor with an offset ---------------------------------------------------------------
@@ -126,29 +126,29 @@ def test_signature_cache_eviction_under_eight_python_threads():
     """The eviction itself, hammered: 8 threads insert distinct keys into one cache of 4, so
     each insert evicts. Unlocked, two threads popped the same oldest key (KeyError) or
     iterated while another inserted ("dictionary changed size")."""
-    from reorder.front import api
-    cache, errors, barrier = {}, [], threading.Barrier(8)
+    from reorder.plan.cache import CallCache
+    cache, errors, barrier = CallCache("test", 4), [], threading.Barrier(8)
 
     def work(t):
         try:
             barrier.wait()
             for k in range(20_000):
-                api._remember(cache, (t, k), k, 4)
+                cache.put((t, k), k)
         except Exception as exc:
             errors.append((t, repr(exc)))
 
     _run_in_threads(work)
     assert not errors, errors[:3]
-    assert len(cache) == 4 and all(cache[key] == key[1] for key in cache)
+    assert len(cache) == 4 and all(value == key[1] for key, value in cache.items())
 
 
 def test_plan_caches_under_eight_python_threads(monkeypatch):
     """8 threads each reorder many distinct shapes at once, enough to evict from every
     cache many times over; every result must be right and nothing may raise."""
-    from reorder.front import api
+    from reorder.plan import cache
     # tiny signature caches: every call evicts, so two threads evict at once many times
-    monkeypatch.setattr(api, "_BY_KEY_MAX", 2)
-    monkeypatch.setattr(api, "_QUANTIZE_MAX", 2)
+    for table in (cache.REORDER_CALLS, cache.REORDER_CALLS_WITH_ATTRS, cache.QUANTIZE_CALLS):
+        monkeypatch.setattr(table, "maxsize", 2)
     errors, barrier = [], threading.Barrier(8)
 
     def work(t):

@@ -10,7 +10,7 @@ import pytest
 import reorder as ro
 from reorder.__main__ import main
 
-from reference import offsets_of_all, ref_padded_dims
+from reorder.testing.reference import offsets_of_all, ref_padded_dims
 
 plt = pytest.importorskip("matplotlib.pyplot")
 plot = pytest.importorskip("reorder.plot")

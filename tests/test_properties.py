@@ -1,4 +1,4 @@
-"""Property tests: random layout pairs against the independent reference (tests/reference.py),
+"""Property tests: random layout pairs against the independent reference (reorder/testing/reference.py),
 bit for bit, padding included.
 
 The pairs come from tests/layout_cases.py (shared with the fuzz target): random abstract tags
@@ -28,7 +28,7 @@ from reorder.plan.cache import cached_plan
 
 from layout_cases import (DTYPES, FAMILIES, LETTERS, MAX_ELEMS, DrawPick, RngPick, check_case,
                           fit, layout_case, plan_labels, random_bits, random_tag)
-from reference import blocking, ref_physical_shape, ref_reorder, uint_view
+from reorder.testing.reference import blocking, ref_physical_shape, ref_reorder, uint_view
 
 MAX_EXAMPLES = 1500                 # about 15 s on one core of the CI machine type
 SETTINGS = dict(deadline=None, derandomize=True, print_blob=True, database=None,

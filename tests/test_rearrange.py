@@ -204,13 +204,12 @@ def test_padded_split_is_the_blocked_tag():
     back = rearrange(y, "n c h w c16 -> n (c c16) h w", dims=x.shape)
     assert _same(back, x)
     assert _same(ro.reorder(y, "nChw16c", "nchw", dims=x.shape), back)
-    from reorder.front.rearrange import _BY_KEY
-    compiled = {(k[0], k[1]): c for k, c in _BY_KEY.items()}
+    from reorder.plan.cache import REARRANGE_CALLS, REORDER_CALLS
+    compiled = {(k[0], k[1]): c for k, c in REARRANGE_CALLS.items()}
     fwd = compiled[("n (c c16) h w -> n c h w c16", x.shape)].plan
     inv = compiled[("n c h w c16 -> n (c c16) h w", y.shape)].plan
-    from reorder.front.api import _BY_KEY as REORDER_PLANS
-    assert fwd is REORDER_PLANS[(x.shape, x.strides, x.dtype, "nchw", "nChw16c", None, None, None)]
-    assert inv is REORDER_PLANS[(y.shape, y.strides, y.dtype, "nChw16c", "nchw", x.shape, None, None)]
+    assert fwd is REORDER_CALLS[(x.shape, x.strides, x.dtype, "nchw", "nChw16c", None, None, None)]
+    assert inv is REORDER_CALLS[(y.shape, y.strides, y.dtype, "nChw16c", "nchw", x.shape, None, None)]
 
 
 def test_inverse_drops_padding_for_weights():

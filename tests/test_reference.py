@@ -6,7 +6,7 @@ These tests do not need the library: they check the yardstick itself.
 import numpy as np
 import pytest
 
-from reference import (
+from reorder.testing.reference import (
     RefTagError,
     blocking,
     offset,

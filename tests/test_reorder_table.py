@@ -21,7 +21,7 @@ import pytest
 
 import reorder
 
-from reference import (
+from reorder.testing.reference import (
     blocking,
     ref_from_plain,
     ref_physical_shape,
@@ -613,7 +613,7 @@ def test_garbage_in_source_padding_never_reaches_dst(stag, dtag, dims):
 
 
 def _all_padded_offsets(dims, abstract):
-    from reference import offsets_of_all
+    from reorder.testing.reference import offsets_of_all
     return offsets_of_all(dims, abstract)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import reorder as ro
 import quant_reference as qr
 
-from reference import ref_physical_shape, ref_reorder, uint_view
+from reorder.testing.reference import ref_physical_shape, ref_reorder, uint_view
 
 CALLS = 100_000
 ALLOWED_GROWTH = 512 << 10          # bytes of RSS: a leak above ~5 bytes a call fails it

@@ -8,7 +8,7 @@ import reorder as ro
 from reorder.plan.cache import cached_plan
 
 import quant_reference as qr
-from reference import ref_physical_shape, ref_reorder, uint_view
+from reorder.testing.reference import ref_physical_shape, ref_reorder, uint_view
 
 ON, OFF = 0, 1 << 62
 

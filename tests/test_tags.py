@@ -6,7 +6,7 @@ import pytest
 import reorder
 from reorder.core.tags import normalize_tag
 
-from reference import parse_tag as ref_parse_tag
+from reorder.testing.reference import parse_tag as ref_parse_tag
 
 # Every alias of the layout spec, table 2.4: (alias, abstract).  ndims = len of the outer part.
 ALIASES = [

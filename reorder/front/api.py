@@ -1,5 +1,4 @@
 """Front ends: `reorder()`, `plan()` and `quantize()`. Everything goes through the planner."""
-import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -14,7 +13,8 @@ from ..core.dtypes import dtype_of_numpy, as_dtype
 from . import interop
 from ..quant import lowbit
 from ..core.errors import ReorderError
-from ..plan.cache import cached_plan
+from ..plan.cache import (QUANTIZE_CALLS, REORDER_CALLS, REORDER_CALLS_WITH_ATTRS,
+                          cached_plan)
 
 __all__ = ["reorder", "plan", "quantize", "Quantized", "as_array"]
 
@@ -194,12 +194,12 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
         # a call repeated: its key names everything the route depends on (with tags, no groups
         # and at most single zero points, a call is low-bit only through the dtypes, in the key)
         if no_attrs:
-            p = _lookup(_BY_KEY, _plain_key(x, src, dst, dims, dtype, src_dtype))
+            p = REORDER_CALLS.get(_plain_key(x, src, dst, dims, dtype, src_dtype))
             if p is not None:
                 return p(x if src_dtype is None else _read_as(x, p.src.dtype), out=out,
                          threads=threads)
         else:
-            p = _lookup(_BY_ATTRS, _attrs_key(x, src, dst, dims, dtype, src_dtype, src_scales,
+            p = REORDER_CALLS_WITH_ATTRS.get(_attrs_key(x, src, dst, dims, dtype, src_dtype, src_scales,
                                               src_scale_mask, dst_scales, dst_scale_mask,
                                               src_zero_point, dst_zero_point, sum_beta))
             if p is not None:
@@ -216,13 +216,13 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
         # the values themselves are this call's arguments, checked and handed to the runner.
         key = _attrs_key(arr, src, dst, dims, dtype, src_dtype, src_scales, src_scale_mask,
                          dst_scales, dst_scale_mask, src_zero_point, dst_zero_point, sum_beta)
-        p = _lookup(_BY_ATTRS, key)
+        p = REORDER_CALLS_WITH_ATTRS.get(key)
         if p is None:
             attrs = _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask,
                            src_zero_point, dst_zero_point, sum_beta)
             sdesc, arr = _src_desc(arr, src, dims, src_dtype)
             p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype), None, attrs)
-            _remember(_BY_ATTRS, key, p, _BY_KEY_MAX)
+            REORDER_CALLS_WITH_ATTRS.put(key, p)
             return p(arr, out=out, threads=threads)
         return _run_with_values(p, arr, out, threads, src_dtype, src_scales, dst_scales,
                                 src_zero_point, dst_zero_point, sum_beta)
@@ -231,20 +231,11 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
         key = _plain_key(arr, src, dst, dims, dtype, src_dtype)
         sdesc, arr = _src_desc(arr, src, dims, src_dtype)
         p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype))
-        _remember(_BY_KEY, key, p, _BY_KEY_MAX)
+        REORDER_CALLS.put(key, p)
         return p(arr, out=out, threads=threads)
     sdesc, arr = _src_desc(arr, src, dims, src_dtype)
     p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype))
     return p(arr, out=out, threads=threads)
-
-
-# Call signature -> what calls with it share (reorder(): the plan; quantize(): _QuantizePrep),
-# so a repeated call skips building descriptors. Bounded, oldest out first. Lookups are single
-# dict reads; insertions and evictions hold the lock, so threads never evict the same entry.
-_CACHE_LOCK = threading.Lock()
-_BY_KEY = {}
-_BY_KEY_MAX = 256
-_BY_ATTRS = {}
 
 
 _ONE_VALUE = (type(None), int, float)
@@ -290,31 +281,6 @@ def _value_key(v):
         return (type(v), np.shape(v), getattr(v, "dtype", None))
     except Exception:               # ragged and the like: no key, the long way reports it
         return []
-_QUANTIZE = {}
-_QUANTIZE_MAX = 128
-
-
-def _lookup(cache, key):
-    """cache[key], or None when absent, when key is None, or unhashable (a list in the call)."""
-    if key is None:
-        return None
-    try:
-        return cache.get(key)
-    except TypeError:
-        return None
-
-
-def _remember(cache, key, value, limit):
-    if key is None:
-        return
-    try:
-        hash(key)
-    except TypeError:
-        return
-    with _CACHE_LOCK:
-        cache[key] = value
-        while len(cache) > limit:
-            del cache[next(iter(cache))]
 
 
 def plan(src, dst, *, dims=None, src_dtype=None, threads=None, dtype=None, src_scales=None,
@@ -457,11 +423,11 @@ def quantize(w, src, dst, *, src_scales=None, src_scale_mask=None, compensation=
     arr = as_array(w)
     key = _quantize_key(arr, src, dst, scales, scale_mask, compensation, comp_mask,
                         scale_adjust, dims, src_dtype, threads)
-    q = _lookup(_QUANTIZE, key)
+    q = QUANTIZE_CALLS.get(key)
     if q is None:
         q = _prepare(arr, src, dst, scales, scale_mask, _comp_kinds(compensation), comp_mask,
                      scale_adjust, dims, src_dtype, threads)
-        _remember(_QUANTIZE, key, q, _QUANTIZE_MAX)
+        QUANTIZE_CALLS.put(key, q)
     p = q.plan
     # src_dtype= says how to read the bytes; otherwise the array's dtype must fit the plan's
     arr, out = p.bind(arr if src_dtype is None else _read_as(arr, p.src.dtype), out)

@@ -25,7 +25,7 @@ from ..core.desc import Axis, Desc
 from ..core.dtypes import as_dtype, dtype_of_numpy
 from ..core.errors import ReorderError, caret
 from .interop import read_words, wrap_like
-from ..plan.cache import cached_plan
+from ..plan.cache import REARRANGE_CALLS, cached_plan
 
 __all__ = ["rearrange", "RearrangeError"]
 
@@ -338,10 +338,6 @@ def _build(rec, arr):
                      rec.out_shape, rec)
 
 
-_BY_KEY: dict = {}
-_BY_KEY_MAX = 256
-
-
 def _fill_pad(rec, out_digits, value):
     """Write `value` over the padded positions of the output (digit view), dim by dim."""
     for d, padded in enumerate(rec.padded):
@@ -411,10 +407,7 @@ def rearrange(x: Any, pattern: str, *, pad: float = 0, dims: Optional[Sequence[i
         arr = _as_words(arr)
     key: Optional[tuple] = (pattern, arr.shape, arr.strides, arr.dtype, tuple(axes.items()),
            None if dims is None else tuple(dims))
-    try:
-        comp = _BY_KEY.get(key)
-    except TypeError:                 # an unhashable keyword value: checked below
-        comp, key = None, None
+    comp = REARRANGE_CALLS.get(key)     # None too for an unhashable keyword value, checked below
     if comp is None:
         for name, v in axes.items():
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
@@ -433,10 +426,7 @@ def rearrange(x: Any, pattern: str, *, pad: float = 0, dims: Optional[Sequence[i
             comp = _Compiled(None, None, None, rec.out_shape, rec.out_shape, rec)
         else:
             comp = _build(rec, arr)
-        if key is not None:
-            _BY_KEY[key] = comp
-            if len(_BY_KEY) > _BY_KEY_MAX:
-                _BY_KEY.pop(next(iter(_BY_KEY)))
+        REARRANGE_CALLS.put(key, comp)
     if pad != 0 and like is not None and like.opaque:
         raise TypeError(f"pad={pad!r} for {like.dtype} elements needs a numpy type for them: "
                         f"pip install ml_dtypes")

@@ -136,7 +136,7 @@ class Problem:
     nodes: tuple                 # of Node, outermost first
     checked: tuple               # of (dim, logical size, dst padded size)
     itemsize: int                # bytes per element the kernel moves
-    attrs: object = None         # conversion attributes (reorder.attrs.Attrs), or None
+    attrs: object = None         # conversion attributes (reorder.core.attrs.Attrs), or None
     qstrides: tuple = ()         # with attrs: per node (scale index stride, comp index stride)
 
     @property
@@ -197,3 +197,14 @@ class Kernel:
         streams at all (runner.nt): by the bytes moved (stream_threads). A kernel whose
         stores measured otherwise on more threads says so here."""
         return stream_threads(prob.moved_bytes, stream_min_bytes, prob.dst_bytes)
+
+    def explain(self, prob, runner, stream_min_bytes):
+        """Lines for Plan.explain() on what `runner` (from prepare) does with `prob` beyond
+        the kernel's `why`: its slices, its scratch, its SIMD path. None by default."""
+        return []
+
+
+# explain()'s words for a tile slice of far dst planes (far_plane_slice)
+FAR_SLICE_WORDS = (f"far dst planes, {FAR_SLICE_BYTES} bytes over the output's element size, "
+                   f"at most {FAR_SLICE_PLANES}; 16 where f32 planes widened into start at few "
+                   f"4 KiB offsets)")

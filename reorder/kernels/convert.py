@@ -10,8 +10,10 @@ import numpy as np
 
 from .. import _convert
 from ..core.attrs import scale_array, sum_factor, zero_point
+from ..core.desc import _bytes
 from .move import TILE_DST_BYTES
-from .base import (COLS_FIRST_DST_ROW_BYTES, FAR_PLANE_BYTES, Kernel, Node, far_plane_slice,
+from .base import (FAR_SLICE_WORDS, UNALIASED_PLANE_OFFSETS, COLS_FIRST_DST_ROW_BYTES,
+                   FAR_PLANE_BYTES, Kernel, Node, far_plane_slice,
                       far_planes, rows_on_one_offset, rows_spread, slab_lanes)
 
 __all__ = ["ConversionKernel", "arith_for", "call_values", "tile_b_slice",
@@ -448,6 +450,34 @@ class ConversionKernel(Kernel):
     def stream_threads(self, prob, runner, stream_min_bytes):
         upto = super().stream_threads(prob, runner, stream_min_bytes)
         return min(upto, 1) if widened_columns_cached(prob, runner) else upto
+
+    def explain(self, prob, runner, stream_min_bytes):
+        lines = []
+        if getattr(runner, "grid", 0):
+            walk = runner.walked[-1 - runner.grid:]     # (extent, ss, ds) each
+            side = ("the node the source runs on along" if walk[-2][1] == walk[-1][0]
+                    else "the node the destination runs on along, few beside the columns")
+            lines.append(f"grids: {' x '.join(str(nd[0]) for nd in walk)} "
+                         f"({'columns, ' if runner.grid == 2 else ''}rows, lanes) to a SIMD "
+                         f"call; the rows are {side}")
+        if type(runner).__name__ != "ConvertTile":
+            return lines
+        b_slice, far, whole = tile_b_slice(prob, stream_min_bytes)
+        if b_slice:
+            lines.append(f"tiles: B in slices of {b_slice} a position (cached stores: "
+                         + (FAR_SLICE_WORDS if far else f"dst rows <= {_bytes(TILE_DST_BYTES)})"))
+        elif whole:
+            lines.append(f"tiles: B whole a position (cached stores: far dst planes widened into "
+                         f"f32 that start at {UNALIASED_PLANE_OFFSETS} or more 4 KiB offsets, "
+                         f"which machine.TILE_RULES does not slice on this CPU)")
+        if runner.cols_first:
+            lines.append("tiles: the widening chunks walk B's columns first, every lane group at "
+                         "each: each dst row written whole, in order")
+        if getattr(runner, "copy_lanes", 0):
+            lines.append(f"tiles: a position's dst rows, a multiple of 4 KiB apart, are built "
+                         f"{runner.copy_lanes} lanes at a time in a scratch and copied out a "
+                         f"row at a time")
+        return lines
 
     def prepare(self, prob, stream_min_bytes):
         arith = arith_for(prob.attrs)

@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import _kernels
 from ..core import machine
-from .base import (ALL_THREADS, COLS_FIRST_DST_ROW_BYTES, COLS_FIRST_ROWS_PER_SET,
+from ..core.desc import _bytes
+from .base import (FAR_SLICE_WORDS, ALL_THREADS, COLS_FIRST_DST_ROW_BYTES, COLS_FIRST_ROWS_PER_SET,
                       FAR_PLANE_BYTES, Kernel, far_plane_slice, far_planes, plane_offsets,
                       rows_on_one_offset, rows_spread, slab_lanes)
 
@@ -315,6 +316,12 @@ class BlockKernel(Kernel):
     def is_usable_for(self, prob, stream_min_bytes=None):
         return self._pick(prob) is not None
 
+    def explain(self, prob, runner, stream_min_bytes):
+        if runner.in_registers and runner.path == "avx512":
+            return ["blocks: rows of 1- or 2-byte elements permuted and transposed in registers, "
+                    "a segment of at most 320 bytes at a time (AVX-512 VBMI)"]
+        return []
+
     def prepare(self, prob, stream_min_bytes):
         sh = self._pick(prob)
         nodes = prob.nodes
@@ -419,6 +426,11 @@ class InterleaveKernel(Kernel):
     def is_usable_for(self, prob, stream_min_bytes=None):
         return self._pick(prob, stream_min_bytes) is not None
 
+    def explain(self, prob, runner, stream_min_bytes):
+        return [f"interleave: pixels of {runner.channels} channels "
+                + ("into planes" if runner.to_planes else "from planes")
+                + f", rows in pieces of {runner.piece} pixels, {runner.path} permutes"]
+
     def prepare(self, prob, stream_min_bytes):
         ik, ip, to_planes = self._pick(prob, stream_min_bytes)
         k, px = prob.nodes[ik], prob.nodes[ip]
@@ -498,6 +510,22 @@ class TransposeKernel(Kernel):
         is for B's rows near each other, and with A long it cut far planes to 16 a slice."""
         ib, ic, _ = cls._pick(prob)
         return 0 if ic is not None else far_plane_slice(prob.nodes[ib], prob.itemsize)
+
+    def explain(self, prob, runner, stream_min_bytes):
+        far = not runner.nt and self.far_slice(prob)
+        lines = [f"tiles: B in slices of {runner.slice} a work item"
+                 + ("" if runner.nt else " (cached stores: " + (FAR_SLICE_WORDS if far else
+                    f"dst footprint <= {_bytes(TILE_DST_BYTES)})"))
+                 + (f", columns first ({' and '.join(runner.cols_first)}): each dst row written "
+                    "whole, in order" if runner.cols_first else "")]
+        if runner.copy_lanes:
+            lines.append(f"tiles: a work item's dst rows, on few 4 KiB offsets, are built "
+                         f"{runner.copy_lanes} elements at a time in a scratch and copied out "
+                         f"a row at a time")
+        elif runner.copy_out:
+            lines.append("tiles: a work item's dst rows, back to back, are built in a scratch "
+                         "and copied out whole")
+        return lines
 
     def prepare(self, prob, stream_min_bytes):
         ib, ic, ia = self._pick(prob)

@@ -24,7 +24,7 @@ _warned = False
 _cpus = None
 
 
-def omp_fork_safe():
+def omp_fork_safe() -> bool:
     """True when the OpenMP runtime the kernels call is known to run thread teams in a
     forked child (LLVM libomp, Intel libiomp); False for GNU libgomp and when unknown."""
     name = os.path.basename(_kernels.omp_library())
@@ -53,7 +53,7 @@ def _check(n, what):
     return n
 
 
-def usable_cpus():
+def usable_cpus() -> int:
     """CPUs this process may run on (cgroup/affinity aware); cached, it is a system call."""
     global _cpus
     if _cpus is None:
@@ -98,7 +98,7 @@ def _in_forked_child(n, source):
     return 1
 
 
-def resolve(threads=None):
+def resolve(threads: Optional[int] = None) -> int:
     """Thread count for one call (an explicit count is checked even in a serial build)."""
     if threads is not None:
         n = _check(threads, "threads=")

@@ -1,33 +1,18 @@
 """`Plan`: an immutable recipe for moving data from one descriptor to another, built once
 (the kernel chosen, its runner prepared) and applied to arrays many times."""
-from functools import lru_cache
-
 import numpy as np
 
-from ..kernels.convert import arith_for, tile_b_slice, widened_columns_cached
+from ..kernels.convert import arith_for, widened_columns_cached
 from ..kernels.threads import resolve
 from .._kernels import data_address
 from .binding import aligned_empty, bind_source, check_dst, check_out
 from ..core.desc import _bytes, _fmt
 from ..core.errors import ReorderError
-from ..kernels.move import TILE_DST_BYTES
 from .planner import plan_steps
-from ..kernels.base import (FAR_SLICE_BYTES, FAR_SLICE_PLANES, PARALLEL_MIN_BYTES, STREAM_MIN_BYTES,
-                      UNALIASED_PLANE_OFFSETS, stream_threads)
+from ..kernels.base import PARALLEL_MIN_BYTES, STREAM_MIN_BYTES, stream_threads
 from ..core.tags import ABC
 
-# explain()'s words for a tile slice of far dst planes (problem.far_plane_slice)
-_FAR = (f"far dst planes, {FAR_SLICE_BYTES} bytes over the output's element size, at "
-        f"most {FAR_SLICE_PLANES}; 16 where f32 planes widened into start at few 4 KiB offsets)")
-
 __all__ = ["Plan"]
-
-
-@lru_cache(maxsize=512)
-def _steps(src, dst, attrs, stream_min_bytes):
-    """Planned steps, shared by every plan whose attributes have the same structure (their
-    values are handed to the runner at each call)."""
-    return plan_steps(src, dst, attrs, stream_min_bytes)
 
 
 class Plan:
@@ -42,14 +27,16 @@ class Plan:
     destination) writes with streaming (non-temporal) stores where the kernel has them.
     """
 
-    def __init__(self, src, dst, threads=None, attrs=None, stream_min_bytes=STREAM_MIN_BYTES):
+    def __init__(self, src, dst, threads=None, attrs=None, stream_min_bytes=STREAM_MIN_BYTES, *,
+                 steps=None):
         check_dst(dst)      # any other dst would be written past the output array
         self.src, self.dst, self.threads, self.attrs = src, dst, threads, attrs
         self.stream_min_bytes = stream_min_bytes
         # `sum` adds beta * the old destination, which the caller must pass as out=
         self._reads_dst = attrs is not None and attrs.sum_beta is not None
-        self.steps, self.via = _steps(src, dst, None if attrs is None else attrs.structure(),
-                                      stream_min_bytes)
+        # `steps`: the planner's (steps, via) for this pair, from the plan cache's table
+        self.steps, self.via = steps if steps is not None else plan_steps(
+            src, dst, None if attrs is None else attrs.structure(), stream_min_bytes)
         # this plan's scales, zero points and beta, as the conversion runner takes them
         self._values = None if attrs is None else arith_for(attrs)
         # everything a call needs, computed once; an offset descriptor never takes the fast
@@ -210,51 +197,7 @@ class Plan:
             lines.append(f"  kernel {kernel.name}: {kernel.why}")
             if prob.attrs is not None:
                 lines.append(f"  conversion: {self.attrs.describe(prob.src, prob.dst)}")
-            if getattr(st.runner, "grid", 0):
-                walk = st.runner.walked[-1 - st.runner.grid:]     # (extent, ss, ds) each
-                side = ("the node the source runs on along" if walk[-2][1] == walk[-1][0]
-                        else "the node the destination runs on along, few beside the columns")
-                lines.append(f"  grids: {' x '.join(str(nd[0]) for nd in walk)} "
-                             f"({'columns, ' if st.runner.grid == 2 else ''}rows, lanes) "
-                             f"to a SIMD call; the rows are {side}")
-            b_slice, far, whole = tile_b_slice(prob, self.stream_min_bytes) \
-                if type(st.runner).__name__ == "ConvertTile" else (0, False, False)
-            if b_slice:
-                lines.append(f"  tiles: B in slices of {b_slice} a position (cached stores: "
-                             + (_FAR if far else f"dst rows <= {_bytes(TILE_DST_BYTES)})"))
-            elif whole:
-                lines.append(f"  tiles: B whole a position (cached stores: far dst planes widened "
-                             f"into f32 that start at {UNALIASED_PLANE_OFFSETS} or more 4 KiB "
-                             f"offsets, which machine.TILE_RULES does not slice on this CPU)")
-            if type(st.runner).__name__ == "ConvertTile" and st.runner.cols_first:
-                lines.append("  tiles: the widening chunks walk B's columns first, every lane "
-                             "group at each: each dst row written whole, in order")
-            if getattr(st.runner, "copy_lanes", 0) and kernel.name != "transpose":
-                lines.append(f"  tiles: a position's dst rows, a multiple of 4 KiB apart, are "
-                             f"built {st.runner.copy_lanes} lanes at a time in a scratch and "
-                             f"copied out a row at a time")
-            if kernel.name == "transpose":
-                far = not st.runner.nt and kernel.far_slice(prob)
-                lines.append(f"  tiles: B in slices of {st.runner.slice} a work item"
-                             + ("" if st.runner.nt else " (cached stores: " + (_FAR if far else
-                                f"dst footprint <= {_bytes(TILE_DST_BYTES)})"))
-                             + (f", columns first ({' and '.join(st.runner.cols_first)}): each "
-                                "dst row written whole, in order" if st.runner.cols_first else ""))
-                if st.runner.copy_lanes:
-                    lines.append(f"  tiles: a work item's dst rows, on few 4 KiB offsets, are "
-                                 f"built {st.runner.copy_lanes} elements at a time in a "
-                                 f"scratch and copied out a row at a time")
-                elif st.runner.copy_out:
-                    lines.append("  tiles: a work item's dst rows, back to back, are built in "
-                                 "a scratch and copied out whole")
-            if kernel.name == "interleave":
-                r = st.runner
-                lines.append(f"  interleave: pixels of {r.channels} channels "
-                             + ("into planes" if r.to_planes else "from planes")
-                             + f", rows in pieces of {r.piece} pixels, {r.path} permutes")
-            if kernel.name == "blocks" and st.runner.in_registers and st.runner.path == "avx512":
-                lines.append("  blocks: rows of 1- or 2-byte elements permuted and transposed in "
-                             "registers, a segment of at most 320 bytes at a time (AVX-512 VBMI)")
+            lines += [f"  {line}" for line in kernel.explain(prob, st.runner, self.stream_min_bytes)]
             if st.runner.nt:
                 moved, smb = _bytes(prob.moved_bytes), _bytes(self.stream_min_bytes)
                 by_bytes = stream_threads(prob.moved_bytes, self.stream_min_bytes, prob.dst_bytes)

@@ -152,7 +152,7 @@ def _build(src, file_role, rule, target, where, answer=None):
                                         f"kept as stored (plain)")
             v = role_view(src.name, src.shape, role, where)
     try:
-        d = decide(target, role, v)
+        d = decide(target, role, v, answer.layer if answer is not None else None)
     except ConvertError as exc:
         if rule is None or rule.dst is None:
             raise ConvertError(f"{where}: tensor {src.name!r} ({role.describe()}): {exc}") \

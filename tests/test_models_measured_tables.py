@@ -15,7 +15,6 @@ import pytest
 import reorder as ro
 from reorder.models import measured as M
 from reorder.models import onednn_runtime as R
-from reorder.models.errors import ConvertError
 from reorder.models.presets import decide, make_target
 from reorder.models.roles import Role, view
 

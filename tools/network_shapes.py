@@ -190,6 +190,28 @@ def fcn_upsample():
             deconv(64, 64, 4, 2, 28, 1, g=64)]
 
 
+def googlenet():
+    """Inception v1 as the ONNX zoo has it (5x5 in the third branch): per block the 1x1, the
+    1x1 before a 3x3, the 1x1 before a 5x5 and the pooling branch's 1x1."""
+    cfg = [(192, 64, 96, 128, 16, 32, 32, 28), (256, 128, 128, 192, 32, 96, 64, 28),
+           (480, 192, 96, 208, 16, 48, 64, 14), (512, 160, 112, 224, 24, 64, 64, 14),
+           (512, 128, 128, 256, 24, 64, 64, 14), (512, 112, 144, 288, 32, 64, 64, 14),
+           (528, 256, 160, 320, 32, 128, 128, 14), (832, 256, 160, 320, 32, 128, 128, 7),
+           (832, 384, 192, 384, 48, 128, 128, 7)]
+    out = [conv(3, 64, 7, 2, 224), conv(64, 64, 1, 1, 56, pad=0), conv(64, 192, 3, 1, 56)]
+    for ci, c1, c3r, c3, c5r, c5, pp, h in cfg:
+        out += [conv(ci, c1, 1, 1, h, pad=0), conv(ci, c3r, 1, 1, h, pad=0),
+                conv(c3r, c3, 3, 1, h), conv(ci, c5r, 1, 1, h, pad=0), conv(c5r, c5, 5, 1, h),
+                conv(ci, pp, 1, 1, h, pad=0)]
+    return out + [gemm(1024, 1000)]
+
+
+def alexnet():
+    return [conv(3, 64, 11, 4, 224, pad=2), conv(64, 192, 5, 1, 27), conv(192, 384, 3, 1, 13),
+            conv(384, 256, 3, 1, 13), conv(256, 256, 3, 1, 13), gemm(9216, 4096),
+            gemm(4096, 4096), gemm(4096, 1000)]
+
+
 def wav2vec2_features():
     """wav2vec 2.0's 1-D feature encoder on one second of 16 kHz audio."""
     out, n = [conv(1, 512, 10, 5, 16000, pad=0, dims=1)], 3199
@@ -286,6 +308,8 @@ def quartznet_block():
 SWEEP = {
     "resnet18": resnet_basic((2, 2, 2, 2)),
     "resnet50": resnet_bottleneck((3, 4, 6, 3)),
+    "googlenet": googlenet(),
+    "alexnet": alexnet(),
     "mobilenet_v2": mobilenet_v2(),
     "shufflenet_v1_g3": shufflenet_v1(3),
     "regnet_y_400mf": regnet((48, 104, 208, 440), (1, 3, 6, 6), 8, True),

@@ -147,7 +147,7 @@ def main(argv=None):
                      "(reorder/models/measured.py). Written by tools/onednn_sweep.py; "
                      "tags are over oneDNN's logical weights dims.",
             "onednn": {"version": lib.version_str, "hash": lib.hash, "packages": wheel},
-            "isas": isas, "machine_isa": lib.isa,
+            "isas": isas, "machine_isa": lib.isa, "cpu": _cpu_model(),
             "networks": sorted(N.SWEEP), "held_out_networks": sorted(N.HELD_OUT),
             "refused": refused, "rows": rows}
     m = measured.Measurements(data, a.out)
@@ -157,6 +157,19 @@ def main(argv=None):
     print(f"{len(rows)} rows ({refused} layers refused) from oneDNN {lib.version_str} at "
           f"{', '.join(isas)} -> {a.out}")
     print(json.dumps(data["held_out_agreement"], indent=1))
+
+
+def _cpu_model():
+    """The processor's name: oneDNN's blocking may depend on its caches, not only its ISA."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or "unknown"
 
 
 def _installed(dist):

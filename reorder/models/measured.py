@@ -128,7 +128,7 @@ class Measurements:
                                      float(r["scale_adjust"]), r["network"], r))
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 raise ValueError(f"{source}: row {i}: {exc!r}") from None
-        self._by_key = {}
+        self._by_key, self._nearest = {}, {}
         for r in self.rows:
             self._by_key.setdefault((r.isa, r.src_dtype, r.src_layout, r.sig.kind, r.sig.cls,
                                      r.sig.rank), []).append(r)
@@ -146,11 +146,14 @@ class Measurements:
     def nearest(self, isa, src_dtype, src_layout, sig):
         """The measured Row nearest `sig`, or None when no row has its ISA, source, kind,
         class and rank."""
-        rows = self._by_key.get((isa, src_dtype, src_layout, sig.kind, sig.cls, sig.rank))
-        if not rows:
-            return None
-        same = [r for r in rows if r.sig.k1 == sig.k1] or rows
-        return min(same, key=lambda r: distance(sig, r.sig))
+        key = (isa, src_dtype, src_layout, sig)
+        if key not in self._nearest:                  # a model repeats its layers' shapes
+            rows = self._by_key.get((isa, src_dtype, src_layout, sig.kind, sig.cls, sig.rank))
+            if rows:
+                same = [r for r in rows if r.sig.k1 == sig.k1] or rows
+                rows = min(same, key=lambda r: distance(sig, r.sig))
+            self._nearest[key] = rows or None
+        return self._nearest[key]
 
 
 @functools.lru_cache(maxsize=None)

@@ -9,6 +9,7 @@ package's lower layers imports it.
 import ctypes as C
 import functools
 import json
+import math
 import os
 import subprocess
 import sys
@@ -632,22 +633,12 @@ def make_layer(kind, src_dims, weights_dims, strides=None, pads=None, dilations=
                      src_dtype, src_layout, bool(src_zero_point))
     if len(w) != 2:
         raise ValueError(f"{kind}: weights_dims must be 2-D, got {list(w)}")
-    if kind == "ip":
-        n, kk = w
-        m = 1
-        for x in src[:-1]:
-            m *= x
-        if src[-1] != kk:
-            raise ValueError(f"ip: the source's last dim {src[-1]} is not K = {kk}")
-        return Layer("ip", (m, kk), (n, kk), (m, n), src_dtype=src_dtype, src_layout="nchw",
-                     src_zero_point=bool(src_zero_point))
-    kk, n = w
-    m = 1
-    for x in src[:-1]:
-        m *= x
+    # inner product weights are (N, K), matmul's B (K, N); both flatten the source to (M, K)
+    n, kk = w if kind == "ip" else w[::-1]
+    m = math.prod(src[:-1])
     if src[-1] != kk:
-        raise ValueError(f"matmul: the source's last dim {src[-1]} is not K = {kk}")
-    return Layer("matmul", (m, kk), (kk, n), (m, n), src_dtype=src_dtype, src_layout="nchw",
+        raise ValueError(f"{kind}: the source's last dim {src[-1]} is not K = {kk}")
+    return Layer(kind, (m, kk), tuple(w), (m, n), src_dtype=src_dtype, src_layout="nchw",
                  src_zero_point=bool(src_zero_point))
 
 

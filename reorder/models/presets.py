@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from ..core.errors import ReorderError
 from ..core.tags import parse_tag
 from .errors import ConvertError
+from .measured import layer_signature, measurements, signature
+from .query import swap_ab
 
 ISAS = ("avx512_core_vnni", "avx512_core", "avx2_vnni", "avx2")
 PRESETS = ("onednn-f32", "onednn-int8", "onednn-int4", "onednn-int4-asym", "onednn-f8", "mace-gpu",
@@ -111,11 +113,19 @@ def _sp(view, grouped):
     return _ABC[first:len(view.dims)]
 
 
-def decide(target, role, view):
-    """The Decision for one tensor of `role` seen as `view`."""
+def decide(target, role, view, layer=None, tables=None):
+    """The Decision for one tensor of `role` seen as `view`; `layer` is its
+    onednn_runtime.Layer when the graph gave one. onednn-f32 / onednn-int8 weights come from
+    the measured tables (measured.py) where they cover the target's ISA and source, else from
+    the rules below; `tables`: a measured.Measurements to use instead of the shipped one, or
+    False for the rules alone."""
     fam = target.family
     if fam == "plain":
         return Decision("keep", why="plain target")
+    if fam in ("onednn-f32", "onednn-int8") and tables is not False:
+        d = _from_measurements(target, role, view, layer, tables)
+        if d is not None:
+            return d
     if fam == "onednn-f32":
         return _onednn_f32(target, role, view)
     if fam == "onednn-int8":
@@ -127,6 +137,43 @@ def decide(target, role, view):
     if fam == "mnn-gpu":
         return _mnn(target, role, view)
     return _tvm(target, role, view)
+
+
+def measured_signature(role, view, layer=None):
+    """(Signature, source layout) of a weight for the measured tables: the layer's when the
+    graph gave one, else what its role and view tell (a fully connected weight with transB is
+    a Gemm's inner product, without it a MatMul's B)."""
+    if layer is not None:
+        return layer_signature(layer), layer.src_layout
+    if role.kind == "fc":
+        k, n = view.dims
+        return (signature("ip", (n, k)) if role.trans else signature("matmul", (k, n))), "nchw"
+    return signature(role.kind, view.dims, role.groups), None
+
+
+def _from_measurements(target, role, view, layer, tables):
+    """The Decision of the nearest measured layer (measured.py's rule), or None when the
+    measurements do not cover this weight."""
+    if role.kind not in ("conv", "deconv", "fc"):
+        return None
+    m = tables if tables is not None else measurements()
+    if target.isa not in m.isas:
+        return None
+    sig, layout = measured_signature(role, view, layer)
+    src_dtype = layer.src_dtype if layer is not None else target.src_dtype
+    row = m.nearest(target.isa, src_dtype, layout or target.src_layout, sig)
+    if row is None:
+        return None
+    tag = swap_ab(row.tag) if sig.kind == "ip" else row.tag     # ip: (N, K); the view (K, N)
+    r = row.layer
+    g = f" group {r['groups']}" if r["groups"] > 1 else ""
+    why = (f"measured table (oneDNN {m.version}, {row.isa}): {row.implementation} {row.tag} "
+           f"for the nearest measured layer, {row.network}'s {r['kind']} weights "
+           f"{r['weights_dims']}{g} on src {r['src_dims']}")
+    if target.family == "onednn-f32":
+        return Decision("reorder", tag, _float_dtype(target), why=why)
+    mask = 2 if role.kind == "fc" else 1 if (view.depthwise or role.groups == 1) else 3
+    return Decision("quantize", tag, "s8", mask, row.compensation, row.scale_adjust, why=why)
 
 
 def _float_dtype(target):

@@ -54,7 +54,7 @@ def answers(path, fmt, tensors, target):
     if why is not None:
         names = ", ".join(f"{label} ({name})" for name, (_, label, _) in mine.items())
         warnings.warn(f"{path}: weights layouts from the tables, not asked of oneDNN: {why}; "
-                      f"table-based layers: {names}", stacklevel=4)
+                      f"{tables_source(target)}; table-based layers: {names}", stacklevel=4)
         return {name: Answer(layer, label, why_table=why)
                 for name, (layer, label, _) in mine.items()}
     # layers whose shapes are unknown fail only if their layout is needed (tasks)
@@ -70,6 +70,18 @@ def answers(path, fmt, tensors, target):
         else:
             out[name] = Answer(layer, label, r)
     return out
+
+
+def tables_source(target):
+    """What the fallback tables for `target` are, for the warning."""
+    from .measured import measurements
+    m = measurements()
+    if m.covers(target.isa, target.src_dtype, target.src_layout):
+        return (f"the tables for {target.isa} are oneDNN {m.version}'s answers for the "
+                f"nearest of the real networks' layers it was measured on")
+    return (f"the tables for {target.isa} with a {target.src_dtype} {target.src_layout} source "
+            f"are the hand-written rules, not measurements (measured: {', '.join(m.isas)} "
+            f"with {', '.join(f'{d} {l}' for d, l in m.sources)} sources)")
 
 
 def swap_ab(tag):

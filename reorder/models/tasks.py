@@ -152,7 +152,10 @@ def _build(src, file_role, rule, target, where, answer=None):
                                         f"kept as stored (plain)")
             v = role_view(src.name, src.shape, role, where)
     try:
-        d = decide(target, role, v)
+        # oneDNN's answer replaces the tables' layout: then the rules alone give the rest
+        asked = answer is not None and answer.layout is not None
+        d = decide(target, role, v, answer.layer if answer is not None else None,
+                   tables=False if asked else None)
     except ConvertError as exc:
         if rule is None or rule.dst is None:
             raise ConvertError(f"{where}: tensor {src.name!r} ({role.describe()}): {exc}") \

@@ -27,11 +27,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .front.api import reorder
-from .core.desc import Desc
-from .core.dtypes import dtype_of_numpy
-from .core.errors import ReorderError
-from .core.tags import parse_tag
+from ..front.api import reorder
+from ..core.desc import Desc
+from ..core.dtypes import dtype_of_numpy
+from ..core.errors import ReorderError
+from ..core.tags import parse_tag
 
 __all__ = ["KINDS", "MNN_KINDS", "ENGINES", "Kind", "DeviceBuildError", "image_shape",
            "to_image_array", "from_image_array", "to_image", "from_image", "winograd_transform",

@@ -17,6 +17,7 @@ import pytest
 
 import reorder
 from reorder import opencl as rocl
+from reorder.opencl import device as rocl_device
 
 CI = os.environ.get("CI", "").strip().lower() == "true"
 # values beyond the half range become inf on purpose
@@ -714,7 +715,7 @@ def test_device_errors(queue, cl):
 def test_device_auto_packs_on_the_device(queue, cl, monkeypatch):
     t = values((2, 10, 5, 7))
     built = []
-    monkeypatch.setattr(rocl, "_device_pack", lambda *a: built.append(a[3].name))
+    monkeypatch.setattr(rocl_device, "_device_pack", lambda *a: built.append(a[3].name))
     rocl.to_image(queue, t, "channel")                       # auto, float32: the device
     rocl.to_image(queue, t.astype(np.float16), "channel")    # a half x: the host
     rocl.to_image(queue, t, "channel", pack="host")
@@ -735,7 +736,7 @@ def test_device_without_image_support(queue):
     class NoImages:                                         # a device as pyopencl reports it
         name, image_support, max_mem_alloc_size = "tiny dsp", False, 1 << 30
     with pytest.raises(ValueError, match="device 'tiny dsp' has no image support"):
-        rocl._check_device(rocl.KINDS["channel"], (1, 3, 5, 7), [NoImages()], 14, 5, 1120)
+        rocl_device._check_device(rocl.KINDS["channel"], (1, 3, 5, 7), [NoImages()], 14, 5, 1120)
 
 
 # ------------------------------------------------------------------------------------------------

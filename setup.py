@@ -82,7 +82,7 @@ class BuildExt(build_ext):
             raise RuntimeError("REORDER_SANITIZE=1 needs gcc or clang")
         # Every loop of the move kernels starts on a 64-byte line of code: where a hot loop
         # fell across one, a case read up to a third slower in one build than in another of
-        # the same source (docs/kernels.md).
+        # the same source (docs/kernels/copy.md#choices-in-the-code).
         align = ["-falign-loops=64"]
         if self.compiler.compiler_type == "msvc" or not self._probe(align, [], EMPTY_PROGRAM):
             align = []

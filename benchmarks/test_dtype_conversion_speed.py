@@ -5,7 +5,7 @@ time where a lane's source run is short; docs/int8.md); back to nchw also at 1x6
 whose 12544 pixels a plane are more lanes than one tile call takes, and at 8x512x7x7, whose
 49 are not a multiple of 16 (the tile's last group overlaps the one before); nhwc -> nchw at
 2x128x64x64, whose f32 planes lie a multiple of 4 KiB apart (built in a scratch and copied
-out a plane at a time; docs/kernels.md); a padded block on an unchanged layout, nChw16c at
+out a plane at a time; docs/kernels/conversion.md#tuning-constants); a padded block on an unchanged layout, nChw16c at
 C=19; nhwc <-> nChw16c, whose runs of 16 channels the conversion walk takes as grids (one
 SIMD call for many runs; docs/int8.md); and images of three channels between nhwc and nchw
 (8x3x224x224: u8 -> f32 with a scale is an image's preprocessing).
@@ -40,7 +40,7 @@ LAYOUTS = [("nchw", "nchw", DIMS), ("nchw", "nhwc", DIMS), ("nhwc", "nchw", DIMS
            ("nhwc", "nchw", (2, 128, 64, 64)),
            ("nhwc", "nChw16c", DIMS), ("nChw16c", "nhwc", DIMS),
            # images: three channels side by side <-> planes (a move by the interleave
-           # kernel, then the conversion on an unchanged layout; docs/kernels.md)
+           # kernel, then the conversion on an unchanged layout; docs/kernels/conversion.md)
            ("nhwc", "nchw", (8, 3, 224, 224)), ("nchw", "nhwc", (8, 3, 224, 224))]
 
 

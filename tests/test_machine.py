@@ -93,7 +93,7 @@ def test_vendor_is_read_from_cpuinfo(tmp_path):
 
 
 def test_intel_keeps_stores_cached_unless_the_environment_says_otherwise():
-    """On Intel CPUs cached stores measured as fast or faster at every size (docs/performance.md):
+    """On Intel CPUs cached stores measured as fast or faster at every size (docs/kernels/index.md):
     the default streams nothing, even far past the cache; the environment still sets it."""
     intel = machine.stream_min_bytes_for(32 << 20, vendor="GenuineIntel")
     assert intel == machine.NEVER_STREAM
@@ -160,7 +160,7 @@ def test_environment_sets_the_threshold_at_import():
     assert r.returncode != 0 and "REORDER_STREAM_MIN_BYTES" in r.stderr
 
 
-# On a 32 MiB L3 (Zen 3 and Zen 4, with the next layer's read counted, docs/performance.md):
+# On a 32 MiB L3 (Zen 3 and Zen 4, with the next layer's read counted, docs/kernels/index.md):
 # up to 15 MB read and written stay cached, from 19 MB on the stores stream.
 STREAMED_ON_32_MIB = [
     ("nchw", "nChw16c", (8, 3, 224, 224), "bf16", False),     # 1.2 + 12.8 MB

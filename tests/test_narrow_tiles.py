@@ -79,7 +79,7 @@ def few_rows_fit(stag, dtag, dims, size):
 
 def narrow_isa(path):
     """The tile family ("avx512" or "avx2") a SIMD path runs 2-byte moves with (bytes take
-    the AVX2 tiles but in LINE_TILES: docs/kernels.md)."""
+    the AVX2 tiles but in LINE_TILES: docs/kernels/transpose.md)."""
     return "avx512" if path == "avx512" and HAS_BW else "avx2"
 
 

@@ -35,7 +35,7 @@ FAMILIES = [
      True),
     ("conversion rows, s8", "abcd", "abcd", (2, 35, 5, 19), ("f32", "s8"), "convert", "Convert",
      True),
-    # an output wider than its input stays cached (docs/performance.md)
+    # an output wider than its input stays cached (docs/performance.md, "The streaming threshold")
     ("conversion rows, widening", "abcd", "abcd", (2, 35, 5, 19), ("s8", "f32"), "convert",
      "Convert", False),
     # the int8 weight kernel has no streaming stores: forcing them changes nothing

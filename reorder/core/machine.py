@@ -8,7 +8,7 @@ destination fit in the cache beside each other and the next layer finds the outp
 Once the two together pass half the last-level cache, the stores evict lines the reorder
 still needs and the output would go to memory anyway: streaming wins from there, on one
 thread by 10-30% with the next layer's read counted, and on two from twice that
-(problem.stream_threads; docs/performance.md).
+(problem.stream_threads; docs/kernels/index.md#constants-every-kernel-reads).
 On Intel CPUs (measured on one Xeon kind, 2 cores reporting a 300 MiB L3) cached stores were
 as fast or faster at every size, up to 2.7 times that L3 on one thread (streamed f32
 `nchw -> nhwc` took 1.3-1.6 times as long): there stores stay cached unless the environment
@@ -29,7 +29,7 @@ ENV_STREAM_MIN_BYTES = "REORDER_STREAM_MIN_BYTES"
 LLC_DIVISOR = 2
 # A threshold no step reaches: stores stay cached (the byte tiles' fetch ahead, a fraction
 # of the threshold, is off with them: on the same Xeon it measured slower on three layouts
-# of four, docs/performance.md).
+# of four, docs/kernels/transpose.md#tuning-constants).
 NEVER_STREAM = 1 << 62
 # CPU vendors whose streamed stores measured slower than cached ones at every size.
 CACHED_VENDORS = {"GenuineIntel": "Intel"}
@@ -37,7 +37,7 @@ CACHED_VENDORS = {"GenuineIntel": "Intel"}
 
 class TileRules(NamedTuple):
     """Tile choices that measured faster on one CPU kind and slower on another
-    (docs/kernels.md), read by the planner when it prepares a plan.
+    (docs/kernels/transpose.md#tuning-constants), read by the planner when it prepares a plan.
     copy_out_rows: tiles of 4- and 8-byte elements writing many short dst rows build them in a
         scratch and copy them out whole (an Intel Xeon: 1.04-1.4 times as fast; a Zen 5, with
         the stores cached there: 0.77-1.0).

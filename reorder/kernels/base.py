@@ -20,7 +20,7 @@ __all__ = ["PARALLEL_MIN_BYTES", "STREAM_MIN_BYTES", "Node", "Problem", "Kernel"
 
 # On two threads the cached stores' line reads overlap: streaming pays from twice the
 # one-thread threshold of bytes moved, or once the destination alone reaches the threshold
-# (docs/performance.md); more threads were not measured and keep that.
+# (docs/kernels/index.md#constants-every-kernel-reads); more threads were not measured and keep that.
 _STREAM_THREADS_MEASURED = 2
 ALL_THREADS = 1 << 30
 
@@ -37,7 +37,7 @@ def stream_threads(moved_bytes, stream_min_bytes, dst_bytes=0):
 
 # Tiles writing this many dst planes or more at once, each this far from the next (bytes):
 # on 2 threads, those of 1- and 2-byte elements (and of f32 widened from them) measured
-# faster streamed, where others measured faster cached (docs/kernels.md).
+# faster streamed, where others measured faster cached (docs/kernels/transpose.md#tuning-constants).
 FAR_PLANE_BYTES = 4096
 FAR_PLANES = 64
 
@@ -46,7 +46,7 @@ FAR_PLANES = 64
 # all of A's rows (or a position's lanes) at each, so each dst row is written whole and in
 # order: row blocks (lane groups) first store one line of each of the slice's rows a pass,
 # and lines that far apart streamed at 0.6 of a copy where rows 256 or 768 bytes apart read
-# 1.1-1.7 (an AMD Zen 5, docs/kernels.md). A column's source rows must then spread over a
+# 1.1-1.7 (an AMD Zen 5, docs/kernels/transpose.md#tuning-constants). A column's source rows must then spread over a
 # cache's sets of 64 bytes, at most COLS_FIRST_ROWS_PER_SET to a set (rows_spread).
 COLS_FIRST_DST_ROW_BYTES = 512
 COLS_FIRST_ROWS_PER_SET = 8
@@ -72,13 +72,13 @@ def far_planes(node, itemsize):
 # Far planes a tile writes at a time with cached stores: as many as take FAR_SLICE_BYTES of
 # the output's element size, at most FAR_SLICE_PLANES (f32 32, narrower 64). On an Intel Xeon
 # (8x256x56x56 nhwc -> nchw, 1 thread) the f32 move read 1.3 times a 16-plane slice's speed,
-# the widening conversions 2-3 times B whole's (docs/kernels.md).
+# the widening conversions 2-3 times B whole's (docs/kernels/transpose.md#tuning-constants).
 FAR_SLICE_BYTES = 128
 FAR_SLICE_PLANES = 64
 # Widening tiles into f32 whose far planes all start at this few 4 KiB offsets or fewer
 # (64x64 or 96x96 pixels of f32: one) take 16 planes a slice: their stores crowd a few
 # cache sets, and on an AMD Zen 5 16 planes read 2.3-2.4 times B whole's speed, 1.4-1.6
-# times 32's (docs/kernels.md).
+# times 32's (docs/kernels/transpose.md#tuning-constants).
 ALIASED_PLANE_OFFSETS = 2
 # ... and from this many offsets up they slice only where machine.TileRules says so (at 4,
 # 48x48 or 112x112 pixels, 32 planes read 1.1-2 times B whole's speed on the Zen 5; at 8,
@@ -95,7 +95,7 @@ def plane_offsets(node, itemsize):
 def rows_on_one_offset(node, itemsize):
     """Whether `node`'s dst rows (a tile's B) lie a multiple of 4 KiB apart, FAR_PLANE_BYTES
     or more: every row's start on the same 4 KiB offset, so a tile's stores into them all go
-    to one cache set (docs/kernels.md)."""
+    to one cache set (docs/kernels/transpose.md#tuning-constants)."""
     return node.ds * itemsize >= FAR_PLANE_BYTES and plane_offsets(node, itemsize) == 1
 
 
@@ -152,7 +152,7 @@ class Problem:
     def streams(self, stream_min_bytes):
         """Whether the destination is stored past the caches on one thread: when source and
         destination together reach the threshold, so that cached stores would evict lines
-        of their own (docs/performance.md). The runner's choice; a call on more threads may
+        of their own (docs/performance.md#the-streaming-threshold). The runner's choice; a call on more threads may
         turn it off (stream_threads)."""
         return stream_threads(self.moved_bytes, stream_min_bytes) >= 1
 

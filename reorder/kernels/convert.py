@@ -37,7 +37,7 @@ TILE_SHARED_POSITIONS = 4
 # Tiles into dst planes a multiple of 4 KiB apart build this many lanes of them at a time in
 # a scratch, at most TILE_COPY_SCRATCH_BYTES of it, and copy each plane's part out
 # (_copy_lanes). On an AMD Zen 5 256 were best: 1.15-1.19 times 512's speed widening into
-# f32, 1.28-1.35 times 128's narrowing into 16 bits (docs/kernels.md).
+# f32, 1.28-1.35 times 128's narrowing into 16 bits (docs/kernels/conversion.md#tuning-constants).
 TILE_COPY_LANES = 256
 TILE_COPY_SCRATCH_BYTES = 64 << 10
 
@@ -45,7 +45,7 @@ TILE_COPY_SCRATCH_BYTES = 64 << 10
 # where a lane's source run along B is this long or shorter: longer runs would be read as 64
 # far-apart streams at once, and pairs of groups (32 bytes) measured slower than one. 16-bit
 # outputs pair two groups at any length, 32 streams measuring faster than half lines
-# (docs/kernels.md).
+# (docs/kernels/conversion.md#tuning-constants).
 TILE_WIDE_ROW_BYTES = 4096
 
 # f32 columns widened in a tile: from 1-byte sources they stream only where they lie far
@@ -53,7 +53,7 @@ TILE_WIDE_ROW_BYTES = 4096
 # (nchw -> nChw16c, nchw -> nhwc) they measured slower streamed. From 1- and 2-byte sources
 # they stream on more than one thread only where a lane group writes many such far planes
 # (problem.far_planes: nhwc -> nchw); elsewhere 2 threads measured faster cached
-# (docs/kernels.md).
+# (docs/kernels/conversion.md#streaming).
 
 
 def widened_columns_cached(prob, runner):
@@ -77,7 +77,7 @@ def _tile_cols_first(prob, b, soff):
     copy on one thread (streamed), 1.15 -> 1.54 on two (cached); u8 -> f32 0.61 -> 0.80 /
     1.01 -> 1.43 (cached); at C = 64 and 192 (rows 256 and 768 bytes apart) 0.64-0.82x. The
     pairs of 16-bit outputs (f32 -> bf16) read 0.64-2.3x so, and keep their order
-    (docs/kernels.md)."""
+    (docs/kernels/conversion.md#choices-in-the-code)."""
     ssize, dsize = prob.src.dtype.itemsize, prob.dst.dtype.itemsize
     return ssize < dsize and b.ds * dsize % COLS_FIRST_DST_ROW_BYTES == 0 \
         and _convert.simd_available() and rows_spread([int(o) * ssize for o in soff], 1024)
@@ -100,7 +100,7 @@ def part_group_bytes_fit(lanes, b):
     plane) or the first ones (64 lanes or more), or with 32 lanes or more read over more than
     one chunk of B. Others take one group at a time, which measured slower than the two
     passes where a position is one chunk or the last group repeats most of its lanes
-    (nchw -> nhwc at C=19) (docs/kernels.md)."""
+    (nchw -> nhwc at C=19) (docs/kernels/conversion.md#tuning-constants)."""
     return lanes >= 64 or -(-lanes // 16) % 4 == 0 or (lanes >= 32 and b.extent > 16)
 
 
@@ -245,7 +245,7 @@ def _cached_b_slice(b, ssize, dsize, positions):
     * B far dst planes (nhwc -> nchw: the channels, a plane each): problem.far_plane_slice.
       With B whole a lane group wrote every plane at once; measured on an Intel Xeon, the
       widening conversions read 2-3 times as fast in slices; on an AMD Zen 5 only where the
-      planes start at few 4 KiB offsets (docs/kernels.md), or where fewer than
+      planes start at few 4 KiB offsets (docs/kernels/conversion.md#tuning-constants), or where fewer than
       TILE_SHARED_POSITIONS outer positions leave the slices as the threads' work.
     * B far dst rows (nchw -> nhwc: the pixels, a row of every channel each): rows that fit
       in TILE_DST_BYTES, when B's do not. A position walks its lane groups one after the
@@ -272,7 +272,7 @@ def _copy_lanes(prob, b, nt, groups):
     in a scratch before each of B's rows gets its part, where B's rows are dst planes a
     multiple of 4 KiB apart (problem.rows_on_one_offset; nhwc -> nchw at 32x32 or 64x64
     pixels of f32): written directly, a lane group's stores went to as many lines of one
-    cache set as B has planes (docs/kernels.md). Else 0; never with a sum with dst, which
+    cache set as B has planes (docs/kernels/conversion.md#tuning-constants). Else 0; never with a sum with dst, which
     reads it, nor into bytes, whose four lane groups a store measured slower so (0.87-0.94
     on an AMD Zen 5)."""
     dsize = prob.dst.dtype.itemsize
@@ -417,7 +417,7 @@ def grid_walk(prob, stream_min_bytes):
 
     def streams(walk, grid):
         # a contiguous run streams 1-, 2- and 4-byte outputs when they are large, unless
-        # they are wider than the input: those stay cached (docs/performance.md); a grid
+        # they are wider than the input: those stay cached (docs/performance.md#the-streaming-threshold); a grid
         # streams only where its rows lie near each other in dst (nChw16c -> nhwc: the
         # pixels); rows in far planes (nhwc -> nChw16c: one per block) fill their lines
         # over consecutive pixels in cache instead

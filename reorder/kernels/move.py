@@ -24,12 +24,12 @@ from .base import (FAR_SLICE_WORDS, ALL_THREADS, COLS_FIRST_DST_ROW_BYTES, COLS_
 __all__ = ["CopyKernel", "BlockKernel", "InterleaveKernel", "TransposeKernel", "GenericKernel"]
 
 # Runs shorter than this spread over too many write streams for streaming stores to pay
-# (docs/kernels.md).
+# (docs/kernels/copy.md#tuning-constants).
 _STREAM_MIN_RUN_BYTES = 1024
 # With cached stores a tile work item's dst footprint (B slice x A row bytes) stays under
 # this, so the lines its row blocks of A fill in turn are still in L2 when the next block
 # comes (nchw -> nhwc: A = c). Streamed lines do not stay in any cache: there the slices are
-# as long as the thread split allows, which keeps the source rows' reads long (docs/kernels.md).
+# as long as the thread split allows, which keeps the source rows' reads long (docs/kernels/transpose.md#tuning-constants).
 TILE_DST_BYTES = 128 << 10
 # The rows (and columns) of the register tiles' largest transposes.
 TILE_ROWS = 16
@@ -48,7 +48,7 @@ TILE_COPY_ROWS_MIN_BYTES = 3 << 19
 # Byte tiles with cached stores fetch the dst lines of their next row group early when source
 # and destination together reach this fraction of the streaming threshold (an eighth of the
 # L3 by default): there the lines come from L3, from rows too far apart for the hardware
-# prefetchers; below it they are mostly in L2 and the fetches only cost (docs/kernels.md).
+# prefetchers; below it they are mostly in L2 and the fetches only cost (docs/kernels/transpose.md#tuning-constants).
 TILE_AHEAD_FRACTION = 4
 # The transpose tiles walk B's columns first (problem.COLS_FIRST_DST_ROW_BYTES) where a
 # column's A rows spread over an L2's 1024 sets, streamed; cached, f32 there too, while a
@@ -56,7 +56,7 @@ TILE_AHEAD_FRACTION = 4
 # again, needs them over the L1's 64 (over the L2's alone they read 0.83-0.91x cached), and
 # only in a cached plan's short slices (in a streamed plan's long ones, run cached on more
 # threads, 16-bit columns first read 0.84-0.94x). f32 rows 4 KiB apart, on 16 of an L2's
-# sets, read 0.2 of a copy columns first (docs/kernels.md).
+# sets, read 0.2 of a copy columns first (docs/kernels/transpose.md#tuning-constants).
 
 
 def _node_array(nodes):
@@ -144,7 +144,7 @@ def _walker(prob, stream_min_bytes):
 
 # Source bytes a grid pass covers before the next column's pass over the same rows: the
 # lines it read are still in L1 (nhwc -> nChw16c at C=19 f32: 0.77 -> 0.94 of a copy against
-# one pass a column over all the rows; docs/kernels.md).
+# one pass a column over all the rows; docs/kernels/copy.md#tuning-constants).
 _GRID_CHUNK_BYTES = 8 << 10
 
 
@@ -157,7 +157,7 @@ class CopyKernel(Kernel):
         if not (last.ss == 1 and last.ds == 1 and not prob.checked):
             return False
         # weights whose runs are shorter than a line (1x1 to OIhw4i16o4i: runs of 4 i) go
-        # to the block kernel, 4-10x faster there than a copy per run (docs/kernels.md)
+        # to the block kernel, 4-10x faster there than a copy per run (docs/kernels/copy.md#tuning-constants)
         return last.extent * prob.itemsize >= _COPY_MIN_RUN_BYTES or not _BLOCKS.is_usable_for(prob)
 
     def prepare(self, prob, stream_min_bytes):
@@ -259,7 +259,7 @@ class BlockKernel(Kernel):
     def _small_planes(nodes, shape, itemsize):
         """Activations of 1- and 2-byte elements in blocks of 16 channels whose planes are
         at most ACTIVATION_BLOCK_COLUMNS[itemsize, to_blocked] pixels: there the register
-        path beats the transpose kernel's tiles (docs/kernels.md)."""
+        path beats the transpose kernel's tiles (docs/kernels/blocks.md#tuning-constants)."""
         columns = math.prod(nodes[i].extent for i in shape.cols)
         return (nodes[shape.r].extent == 16 and shape.il == 1
                 and columns <= ACTIVATION_BLOCK_COLUMNS[itemsize, shape.to_blocked])
@@ -361,7 +361,7 @@ class BlockKernel(Kernel):
         # blocked -> plain into a destination padded outside the block (its rows and columns
         # have none, _bounds_fit): one memset of the destination, then the padding's blocks
         # are skipped: 0.8-1.8x the speed of zeroing them block by block, 1.3x at the median
-        # (docs/kernels.md, "Padding outside the block")
+        # (docs/kernels/blocks.md#choices-in-the-code, "Padding outside the block")
         zero = prob.dst.nbytes if not sh.to_blocked and any(
             alloc > valid for _, valid, alloc in prob.checked) else 0
         return _kernels.Blocks(prob.itemsize, _node_array(outer).reshape(-1, 5), _checked_array(prob),
@@ -377,7 +377,7 @@ _COPY_MIN_RUN_BYTES = 64
 # (one per pair of channels) cost more than the transpose kernel's tiles. Streamed, where the
 # tiles' stores of 8-32 bytes a dst row leave lines in part, it takes up to 15 of every size.
 # 16-bit pixels of 8 channels into planes, which the tiles move as 16-byte words, keep the
-# tiles either way (docs/kernels.md, measured on an AMD Zen 5).
+# tiles either way (docs/kernels/interleave.md#tuning-constants, measured on an AMD Zen 5).
 INTERLEAVE_MAX_CHANNELS = {(1, True): 15, (1, False): 15, (2, True): 15, (2, False): 12,
                            (4, True): 10, (4, False): 6, (8, True): 6, (8, False): 6}
 INTERLEAVE_STREAMED_MAX_CHANNELS = 15
@@ -492,7 +492,7 @@ class TransposeKernel(Kernel):
         """Tiles of 1- and 2-byte elements writing far planes (problem.far_planes) stream on
         every thread count from the one-thread threshold: on 2 threads cached they measured
         at half the streamed speed (bf16 nhwc -> nchw 8x256x56x56: 0.52 of a copy against
-        0.92). 4-byte tiles there measured faster cached (docs/kernels.md)."""
+        0.92). 4-byte tiles there measured faster cached (docs/kernels/transpose.md#tuning-constants)."""
         if self._far_words(prob) and prob.streams(stream_min_bytes):
             return ALL_THREADS
         return super().stream_threads(prob, runner, stream_min_bytes)
@@ -598,7 +598,7 @@ class TransposeKernel(Kernel):
           more, and machine.TILE_RULES does not copy them out whole: on the Zen 5 1.1-3.8
           times as fast; on more offsets (f32 at 64 or 128 channels, bf16 at 512, bytes at
           1024) 0.55-1.1, moving 1 MiB or less 0.74-0.88, and longer rows (planes) on two
-          offsets 0.78-0.84 (docs/kernels.md)."""
+          offsets 0.78-0.84 (docs/kernels/transpose.md#tuning-constants)."""
         a = prob.nodes[-1]
         if nt or ia is not None or ic is not None or b.dim >= 0 or a.dim >= 0:
             return 0
@@ -621,7 +621,7 @@ class TransposeKernel(Kernel):
         instead they measured 1.05-1.4 times as fast on an Intel Xeon (f64 1.4-1.8); the
         1- and 2-byte tiles, which write their rows in wider pieces, were level or slower,
         as were the tiles whose rows are one tile or few and long (nchw <-> nChw16c,
-        nhwc -> nchw; docs/kernels.md). Only where machine.TILE_RULES says so: on an AMD Zen 5
+        nhwc -> nchw; docs/kernels/transpose.md#tuning-constants). Only where machine.TILE_RULES says so: on an AMD Zen 5
         the same shapes, their stores cached there, read 0.77-1.0 of the direct stores."""
         a = prob.nodes[-1]
         return (machine.TILE_RULES.copy_out_rows and not nt and prob.itemsize >= 4

@@ -113,7 +113,7 @@ def _interleaved_move(src, dst, stream_min_bytes):
     """Whether src's data moved into dst's layout, in src's type, takes the interleave
     kernel (nhwc <-> nchw of images): that move and a conversion on an unchanged layout ran
     2.4-4.9 times as fast as the conversion tiles across the layouts (u8 -> f32 with a
-    scale, f32 -> bf16, bf16 -> f32 at 8x3x224x224; docs/kernels.md)."""
+    scale, f32 -> bf16, bf16 -> f32 at 8x3x224x224; docs/kernels/conversion.md#choices-in-the-code)."""
     try:
         prob = normalise(src, Desc(dst.dims, src.dtype, dst.tag))
     except Incompatible:

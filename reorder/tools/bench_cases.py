@@ -3,7 +3,7 @@
 
 Each is (name, dims, src tag, dst tag). Targets (ratio to np.copyto of the same bytes, medians,
 1 and 2 threads): >= 1.0 / >= 0.9 on activations of >= 26 MB and in cache >= oneDNN's 0.93,
->= 0.9 padded, >= 0.6 nchw <-> nhwc, >= 0.8 small-spatial weights (docs/kernels.md)."""
+>= 0.9 padded, >= 0.6 nchw <-> nhwc, >= 0.8 small-spatial weights (docs/performance.md#targets)."""
 
 MOVE_DTYPES = ("f32", "bf16", "f16", "s8", "u8", "f64")
 
@@ -25,7 +25,7 @@ MOVE_CASES = (
     ("nChw16c->nchw 7x7", (8, 512, 7, 7), "nChw16c", "nchw"),
     ("nchw->nChw16c 7x7", (8, 512, 7, 7), "nchw", "nChw16c"),
     # dst rows a multiple of 4 KiB apart in f32: planes of 64x64 pixels, pixels of 1024
-    # channels (docs/kernels.md)
+    # channels (docs/kernels/transpose.md#tuning-constants)
     ("nChw16c->nchw 64x64", (2, 128, 64, 64), "nChw16c", "nchw"),
     ("nhwc->nchw 64x64", (2, 128, 64, 64), "nhwc", "nchw"),
     ("nchw->nhwc 1024c", (8, 1024, 14, 14), "nchw", "nhwc"),

@@ -128,6 +128,7 @@ def test_the_leaves_import_nothing_of_ours():
     assert graph["reorder.machine"] == {"reorder.errors"}, graph["reorder.machine"]
 
 
+@pytest.mark.slow                   # one interpreter per module of the package
 def test_each_module_imports_in_a_fresh_interpreter():
     names = sorted(module_names())
     # all at once: each is a separate interpreter, and the machine may have few cores

@@ -1,9 +1,39 @@
-"""Markers: `bigmem` tests need several GB and a minute; they run in CI (CI=true) or when
-REORDER_BIGMEM=1, and are skipped otherwise. `tile_rules` pins the planner's per-kind tile
-rules (machine.TileRules) both ways; `fresh_plans` clears the plan caches around a test."""
+"""Markers (registered in pyproject.toml): `slow` tests take long (soak, property and fuzz-like
+searches, model-scale runs, big memory), `docs` tests build or run the docs; both run with
+the suite, and `pytest -m "not slow"` leaves the slow ones out for a quick loop. `bigmem`
+tests need several GB and a minute; they run in CI (CI=true) or when REORDER_BIGMEM=1, and
+are skipped otherwise.
+
+REORDER_TEST_INSTALLED=1 says the suite is meant for an installed reorder (a wheel in a
+venv): the run stops at once if `reorder` would be imported from anywhere but that
+interpreter's site-packages, such as a source tree on sys.path.
+
+Fixtures: `tile_rules` pins the planner's per-kind tile rules (machine.TileRules) both ways;
+`fresh_plans` clears the plan caches around a test."""
 import os
+import sysconfig
+from pathlib import Path
 
 import pytest
+
+
+def pytest_configure(config):
+    if os.environ.get("REORDER_TEST_INSTALLED") != "1":
+        return
+    import reorder
+    where = Path(reorder.__file__).resolve()
+    sites = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
+    if not any(where.is_relative_to(site) for site in sites):
+        raise pytest.UsageError(f"REORDER_TEST_INSTALLED=1 but reorder is imported from {where}, "
+                                f"not from site-packages ({', '.join(map(str, sorted(sites)))})")
+
+
+def pytest_report_header(config):
+    try:
+        import reorder
+    except ImportError as e:            # the tests that need it say so, one by one
+        return f"reorder: not importable ({e})"
+    return f"reorder {reorder.__version__} from {Path(reorder.__file__).resolve().parent}"
 
 
 def pytest_collection_modifyitems(config, items):

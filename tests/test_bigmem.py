@@ -7,6 +7,8 @@ import pytest
 import reorder as ro
 
 N, C, H, W = 1, 17, 8192, 16385          # 2,281,840,640 elements in; 4,295,229,440 bytes out
+pytestmark = pytest.mark.slow        # gigabytes moved both ways
+
 NEED_BYTES = 10 << 30
 
 

@@ -742,6 +742,7 @@ def test_zero_size_dims():
     assert q.compensation.shape == (16,) and not q.compensation.any()
 
 
+@pytest.mark.slow                   # a Hypothesis search
 def test_hypothesis_random_layouts():
     hyp = pytest.importorskip("hypothesis")
     st = hyp.strategies

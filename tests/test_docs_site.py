@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.docs
+
 pytest.importorskip("mkdocs")
 pytest.importorskip("mkdocstrings")
 webdriver = pytest.importorskip("selenium.webdriver")

@@ -179,6 +179,7 @@ def test_the_leaves_import_nothing_of_ours():
             assert all(e.startswith("reorder.core") for e in edges), (name, edges)
 
 
+@pytest.mark.slow                   # one interpreter per module of the package
 def test_each_module_imports_in_a_fresh_interpreter():
     names = sorted(n for n, path in module_names().items() if path is not None or n in LAYERS[1])
 

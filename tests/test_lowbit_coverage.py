@@ -203,6 +203,7 @@ def test_quantize_out(tag):
                                          ("BA8a32b2a", "u4", (2, 24, 4200)),
                                          ("AB64b64a", "u4", (72, 4200)),
                                          ("AB64b64a", "f8_e4m3", (72, 4200))])
+@pytest.mark.slow                   # strips of 4200 columns through the element-wise reference
 def test_wide_strips_against_reference(rows, threads, tag, dt, dims):
     """BA{n}a{m}b{X}a nibble tiles are built a strip of n rows at a time, in runs of tiles at
     most 262144 bytes of codes wide (4096 columns for 64-row tiles): `4a` tiles straight from

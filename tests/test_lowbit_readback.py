@@ -230,6 +230,7 @@ _WANT = {}
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("tag,dt,dims", [("BA64a64b4a", "s4", (72, 4200)),
                                          ("aCB8b32c2b", "u4", (2, 24, 4200))])
+@pytest.mark.slow                   # strips of 4200 columns through the element-wise reference
 def test_wide_strips(rows, fused_calls, threads, tag, dt, dims):
     """A strip's tiles are unpacked through a stage of at most 262144 bytes: 4096 columns of
     64-row tiles, so 72 x 4200 has a run cut at 4096 columns, a right-edge tile cut at 40

@@ -9,6 +9,8 @@ import pytest
 
 import reorder as ro
 
+pytestmark = pytest.mark.slow        # model-scale conversions in child processes
+
 _RSS = r"""
 import json, resource, sys
 import reorder

@@ -30,6 +30,8 @@ from layout_cases import (DTYPES, FAMILIES, LETTERS, MAX_ELEMS, DrawPick, RngPic
                           fit, layout_case, plan_labels, random_bits, random_tag)
 from reorder.testing.reference import blocking, ref_physical_shape, ref_reorder, uint_view
 
+pytestmark = pytest.mark.slow        # Hypothesis searches of thousands of examples
+
 MAX_EXAMPLES = 1500                 # about 15 s on one core of the CI machine type
 SETTINGS = dict(deadline=None, derandomize=True, print_blob=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -374,6 +374,7 @@ def _patterns(draw):
     return f"{' '.join(left)} -> {' '.join(right)}", tuple(shape), sizes
 
 
+@pytest.mark.slow                   # a Hypothesis search of 150 patterns
 @settings(max_examples=150, deadline=None)
 @given(_patterns(), st.sampled_from([np.float32, np.int8, np.float16]), st.booleans())
 def test_random_patterns_equal_einops(case, dtype, transposed):

@@ -4,11 +4,14 @@ few bytes per call would add megabytes here."""
 import time
 
 import numpy as np
+import pytest
 
 import reorder as ro
 import quant_reference as qr
 
 from reorder.testing.reference import ref_physical_shape, ref_reorder, uint_view
+
+pytestmark = pytest.mark.slow        # a soak: 10**5 calls
 
 CALLS = 100_000
 ALLOWED_GROWTH = 512 << 10          # bytes of RSS: a leak above ~5 bytes a call fails it

@@ -168,22 +168,25 @@ def test_out_wrong_shape_plain():
     _expect_error(lambda: reorder.reorder(x, "nchw", "nhwc", out=out), r"shape", x, out)
 
 
-def test_strided_destination_is_refused():
-    """Outputs are C-contiguous arrays of dst's physical shape, so a destination with gaps,
-    reversed axes or an offset would be written past them (a gapped one was): the plan
-    refuses it and says why, and reorder() and quantize() name the caller's own Desc (not
-    the byte proxy a 4-bit destination is planned through)."""
+def test_strided_destination_needs_its_array():
+    """A destination with gaps or an offset (a sub-memory, a strided view) is written into
+    the caller's out= only, so a call without one is refused and says so; reversed axes are
+    refused outright, and a 4-bit destination, planned through a byte proxy, must be whole
+    (the message names the caller's own Desc, not the proxy)."""
     dims = (2, 48, 3, 5)
     for dst in (reorder.Desc(dims, "s8", strides=(15 * 64, 1, 5 * 64, 64)),
-                reorder.Desc(dims, "s8", strides=(720, 1, 240, 48), offset0=16),
-                reorder.Desc(dims, "s8", strides=(720, -1, 240, 48))):
-        with pytest.raises(reorder.ReorderError, match="destination must"):
-            reorder.plan(reorder.Desc(dims, "s8", "nChw16c"), dst)
+                reorder.Desc(dims, "s8", strides=(720, 1, 240, 48), offset0=16)):
+        p = reorder.plan(reorder.Desc(dims, "s8", "nChw16c"), dst)
+        with pytest.raises(reorder.ReorderError, match="pass that array as out="):
+            p(np.zeros((2, 3, 3, 5, 16), np.int8))
+    with pytest.raises(reorder.ReorderError, match="negative strides"):
+        reorder.plan(reorder.Desc(dims, "s8", "nChw16c"),
+                     reorder.Desc(dims, "s8", strides=(720, -1, 240, 48)))
     x = np.zeros(dims, np.float32)
     gapped = (15 * 64, 1, 5 * 64, 64)
     with pytest.raises(reorder.ReorderError, match=r"destination must.*, s4, "):
         reorder.reorder(x, "nchw", reorder.Desc(dims, "s4", strides=gapped))
-    with pytest.raises(reorder.ReorderError, match="destination must"):
+    with pytest.raises(reorder.ReorderError, match="pass that array as out="):
         reorder.quantize(x, "oihw", reorder.Desc(dims, "s8", strides=gapped), src_scales=0.1)
 
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from .._convert import finish_compensation
 from .._kernels import data_address
-from ..plan.binding import check_dst
+from ..plan.binding import check_dst, is_whole
 from ..core.attrs import _comp_kinds, _mask_text, make_attrs
 from ..kernels.convert import call_values
 from ..core.desc import Desc, _fmt
@@ -73,6 +73,28 @@ def _dst_desc(src_desc, dst, dtype=None):
     return Desc(src_desc.dims, src_desc.dtype if dtype is None else as_dtype(dtype), dst)
 
 
+def _strided_out_desc(src_desc, dst, dtype, out):
+    """The destination Desc of a strided `out=` view (steps, negative or transposed strides):
+    dst's layout with out's own strides, so the kernels write into the view and nothing else
+    of its base changes."""
+    ddesc = _dst_desc(src_desc, dst, dtype)
+    if ddesc.is_blocked:
+        raise ReorderError(f"out must be C-contiguous for the blocked destination {ddesc!r}; "
+                           f"a strided out= takes plain layouts, and a region of a blocked "
+                           f"array is written through a sub-memory Desc with its whole array "
+                           f"as out=")
+    if out.shape != ddesc.physical_shape:
+        raise ReorderError(f"out has shape {_fmt(out.shape)}, but {ddesc.name} of "
+                           f"{_fmt(ddesc.dims)} needs {_fmt(ddesc.physical_shape)}")
+    bad = [s for s in out.strides if s % out.itemsize]
+    if bad:
+        raise ReorderError(f"out has byte strides {out.strides}, not multiples of its "
+                           f"{out.itemsize}-byte elements; a strided out= must step by whole "
+                           f"elements")
+    axes = tuple(a._replace(stride=s // out.itemsize) for a, s in zip(ddesc.axes, out.strides))
+    return Desc._from_axes(ddesc.dims, ddesc.dtype, axes, ddesc.offset0, ddesc.tag)
+
+
 def _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask, src_zero_point,
            dst_zero_point, sum_beta):
     """Conversion attributes, or None when no keyword asks for one."""
@@ -136,6 +158,11 @@ def _reorder_lowbit(arr, src, dst, dims, out, threads, src_dtype, dtype, packed,
     else:
         sdesc, arr = _src_desc(arr, src, dims, src_dtype)
     ddesc = _dst_desc(sdesc, dst, dtype)
+    if not is_whole(ddesc):
+        # the low-bit paths pack and plan through byte proxies of whole arrays
+        raise ReorderError(f"the destination must be a whole C-contiguous array for low-bit "
+                           f"types and groups; {ddesc!r} has strides {ddesc.physical_strides} "
+                           f"and offset0={ddesc.offset0}. Reorder into a whole array, then copy")
     if packed is None:      # like for like: an unpacked int4 array gives an unpacked result
         packed = src_packed or sdesc.dtype.name not in ("s4", "u4")
     sq = lowbit.Quant("src", sdesc.dims, src_scales, src_zero_point, src_scale_mask, src_groups)
@@ -189,6 +216,10 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
                 and sum_beta is None)
     tags = type(src) is str and type(dst) is str and src_groups is None and dst_groups is None \
         and packed is None
+    # a strided out= view (steps, transposed, negative strides) is its own destination
+    # descriptor: the calls keyed by tags alone assume a C-contiguous out
+    strided_out = type(out) is np.ndarray and not out.flags.c_contiguous
+    tags = tags and not strided_out
     if tags and type(x) is np.ndarray and (no_attrs or (type(src_zero_point) in _ONE_VALUE and
                                                         type(dst_zero_point) in _ONE_VALUE)):
         # a call repeated: its key names everything the route depends on (with tags, no groups
@@ -211,6 +242,28 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
         return _reorder_lowbit(arr, src, dst, dims, out, threads, src_dtype, dtype, packed,
                                src_scales, src_scale_mask, dst_scales, dst_scale_mask,
                                src_zero_point, dst_zero_point, sum_beta, src_groups, dst_groups)
+    if strided_out:
+        sdesc, arr = _src_desc(arr, src, dims, src_dtype)
+        ddesc = _strided_out_desc(sdesc, dst, dtype, out)
+        attrs = _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask, src_zero_point,
+                       dst_zero_point, sum_beta)
+        if all(a.stride >= 0 for a in ddesc.axes if a.extent > 1):
+            return cached_plan(sdesc, ddesc, None, attrs)(arr, out=out, threads=threads)
+        # a reversed axis: the kernels walk destinations forwards, so the result is made
+        # whole and copied into the view (a second pass; sum reads the view's old values)
+        p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype), None, attrs)
+        if out.dtype not in p.dst.dtype.numpy_dtypes:
+            raise ReorderError(f"out has dtype {out.dtype}, but the result is "
+                               f"{p.dst.dtype.name} ({p.dst.dtype.storage})")
+        if not out.flags.writeable:
+            raise ReorderError("out is read-only")
+        if np.may_share_memory(arr, out) and np.shares_memory(arr, out, max_work=100000):
+            raise ReorderError("out overlaps the input array; a reorder cannot run in place")
+        tmp = p.empty()
+        if p._reads_dst:
+            np.copyto(tmp, out)
+        np.copyto(out, p(arr, out=tmp, threads=threads))
+        return out
     if not no_attrs:
         # Plans are keyed by the attributes' structure (masks, value shapes, which operations);
         # the values themselves are this call's arguments, checked and handed to the runner.
@@ -263,9 +316,9 @@ def _run_with_values(p, arr, out, threads, src_dtype, src_scales, dst_scales, sr
                          dst_zero_point, sum_beta)
     if src_dtype is not None:
         arr = _read_as(arr, p.src.dtype)
-    arr, out = p.bind(arr, out)
-    p.execute(arr, out, p.nthreads(threads), values=values)
-    return out
+    arr, bound = p.bind(arr, out)
+    p.execute(arr, bound, p.nthreads(threads), values=values)
+    return bound if out is None else out
 
 
 def _value_key(v):
@@ -430,14 +483,14 @@ def quantize(w, src, dst, *, src_scales=None, src_scale_mask=None, compensation=
         QUANTIZE_CALLS.put(key, q)
     p = q.plan
     # src_dtype= says how to read the bytes; otherwise the array's dtype must fit the plan's
-    arr, out = p.bind(arr if src_dtype is None else _read_as(arr, p.src.dtype), out)
+    arr, bound = p.bind(arr if src_dtype is None else _read_as(arr, p.src.dtype), out)
     s8s8 = np.zeros(q.ncomp, np.int32) if q.s8s8 else None
     zp = np.zeros(q.ncomp, np.int32) if q.zp else None
     acc = data_address(zp if q.zp else s8s8)       # the sums land in one, then become both
-    p.execute(arr, out, p.nthreads(threads), acc)
+    p.execute(arr, bound, p.nthreads(threads), acc)
     if acc:
         finish_compensation(acc, data_address(s8s8), data_address(zp), q.ncomp)
-    return Quantized(out, s8s8, zp, p.dst, q.comp_desc, q.comp_mask, q.scale_adjust)
+    return Quantized(bound if out is None else out, s8s8, zp, p.dst, q.comp_desc, q.comp_mask, q.scale_adjust)
 
 
 def _quantize_key(arr, src, dst, scales, scale_mask, compensation, comp_mask, scale_adjust,

@@ -8,7 +8,7 @@ from .._kernels import data_address
 from ..core.desc import _fmt
 from ..core.errors import ReorderError
 
-__all__ = ["aligned_empty", "bind_source", "check_dst", "check_out"]
+__all__ = ["aligned_empty", "bind_out", "bind_source", "check_dst", "check_out", "is_whole"]
 
 
 def aligned_empty(shape, dtype, align=64):
@@ -18,13 +18,70 @@ def aligned_empty(shape, dtype, align=64):
 
 
 def check_dst(dst):
-    """Raise unless `dst` can describe an output array: C-contiguous in its physical axes from
-    offset 0, as plan.empty() and out= are (the kernels write dst's own strides)."""
-    if dst.offset0 or not dst.is_c_contiguous:
-        raise ReorderError(f"the destination must be C-contiguous in its physical axes from "
-                           f"offset 0, as output arrays are; {dst!r} has strides "
-                           f"{dst.physical_strides} and offset0={dst.offset0}. Reorder into a "
-                           f"dense layout, then copy into the strided buffer")
+    """Raise unless `dst` can be written: no two elements on one address (zero or
+    interleaved strides), which a result could not hold."""
+    if dst.has_overlap:
+        raise ReorderError(f"the destination {dst!r} has strides {dst.physical_strides}: two "
+                           f"elements would share an address, so it cannot hold a result")
+
+
+def is_whole(dst):
+    """Whether `dst` is a whole output array: C-contiguous in its physical axes from offset 0,
+    as plan.empty() makes. Any other dst (a sub-memory, a strided view) is written through
+    out= only, element by element of its own footprint (bind_out)."""
+    return dst.offset0 == 0 and dst.is_c_contiguous
+
+
+def _footprint(desc):
+    """(lo, hi): the lowest and highest element offsets `desc` touches, padding included."""
+    lo = desc.offset0 + sum(min(0, (a.extent - 1) * a.stride) for a in desc.axes)
+    hi = desc.offset0 + sum(max(0, (a.extent - 1) * a.stride) for a in desc.axes)
+    return lo, hi
+
+
+def bind_out(out, dst, x=None):
+    """Check that `out` can take a destination that is not a whole array (is_whole false);
+    return the array whose data pointer is dst's element 0.
+
+    `out` is either dst's physical array (a strided numpy view: its shape, its strides;
+    offset0 0) or the C-contiguous array of a parent that dst (a sub-memory) indexes from
+    its first element, offset0 included. Only dst's footprint is written."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
+    if out.dtype not in dst.dtype.numpy_dtypes:
+        raise ReorderError(f"out has dtype {out.dtype}, but the result is {dst.dtype.name} "
+                           f"({dst.dtype.storage})")
+    if not out.flags.writeable:
+        raise ReorderError("out is read-only")
+    if out.shape == dst.physical_shape and dst.offset0 == 0 and all(
+            s == a.stride * out.itemsize or a.extent <= 1 for s, a in zip(out.strides, dst.axes)):
+        view = bound = out
+    elif out.flags.c_contiguous:
+        lo, hi = _footprint(dst)
+        if dst.span and (lo < 0 or hi >= out.size):
+            raise ReorderError(f"the destination {dst!r} does not fit in out: it writes "
+                               f"elements {lo}..{hi} of the parent (offset0={dst.offset0}), "
+                               f"but out of shape {_fmt(out.shape)} holds {out.size}")
+        flat = out.reshape(-1)
+        bound = flat[dst.offset0:] if dst.span else flat[:0]
+        # the region's own elements, not the range they span: a source read from another
+        # region of the same parent (gaps between this one's rows) does not overlap it
+        view = np.lib.stride_tricks.as_strided(
+            bound, dst.physical_shape, tuple(a.stride * out.itemsize for a in dst.axes),
+            writeable=False) if dst.span else bound
+    else:
+        raise ReorderError(f"out of shape {_fmt(out.shape)} and strides {out.strides} does not "
+                           f"hold {dst!r}; expected shape {_fmt(dst.physical_shape)} with strides "
+                           f"{tuple(a.stride * out.itemsize for a in dst.axes)} bytes, or a "
+                           f"C-contiguous parent array that dst indexes from its start")
+    if x is not None and view.size and np.may_share_memory(x, view):
+        try:
+            overlap = np.shares_memory(x, view, max_work=100000)
+        except np.exceptions.TooHardError:
+            overlap = True          # could not prove them apart: refuse rather than risk it
+        if overlap:
+            raise ReorderError("out overlaps the input array; a reorder cannot run in place")
+    return bound
 
 
 def bind_source(x, src):

@@ -5,7 +5,7 @@ import numpy as np
 from ..kernels.convert import arith_for, widened_columns_cached
 from ..kernels.threads import resolve
 from .._kernels import data_address
-from .binding import aligned_empty, bind_source, check_dst, check_out
+from .binding import aligned_empty, bind_out, bind_source, check_dst, check_out, is_whole
 from ..core.desc import _bytes, _fmt
 from ..core.errors import ReorderError
 from .planner import plan_steps
@@ -29,7 +29,9 @@ class Plan:
 
     def __init__(self, src, dst, threads=None, attrs=None, stream_min_bytes=STREAM_MIN_BYTES, *,
                  steps=None):
-        check_dst(dst)      # any other dst would be written past the output array
+        check_dst(dst)
+        # a sub-memory or a strided destination is written into the caller's out= only
+        self._whole = is_whole(dst)
         self.src, self.dst, self.threads, self.attrs = src, dst, threads, attrs
         self.stream_min_bytes = stream_min_bytes
         # `sum` adds beta * the old destination, which the caller must pass as out=
@@ -59,7 +61,7 @@ class Plan:
         # overhead). The source's bytes from its data pointer (lo, hi) and the output's size
         # give the overlap test.
         self._direct = (self._runners[0].run, self._stream_upto[0], self._values) \
-            if self.via is None and not self._reads_dst else None
+            if self.via is None and not self._reads_dst and self._whole else None
         shape, size = self._in_shape or (), src.dtype.itemsize
         self._in_span = (0, 0) if 0 in shape else (
             sum(min(0, (n - 1) * st) for n, st in zip(shape, self._in_strides)),
@@ -110,6 +112,10 @@ class Plan:
 
     def empty(self):
         """A zero-copy-friendly output: C-contiguous, dst's physical shape, 64-byte aligned."""
+        if not self._whole:
+            raise ReorderError(f"{self.dst!r} is a region of a larger array (offset0="
+                               f"{self.dst.offset0}, strides {self.dst.physical_strides}); "
+                               f"pass that array as out=")
         return aligned_empty(self._out_shape, self._storage)
 
     def __call__(self, x, out=None, threads=None):
@@ -134,13 +140,14 @@ class Plan:
                 else:
                     run(a, b, n, 0, values, n <= upto)
                 return out
-        x, out = self.bind(x, out)
-        self.execute(x, out, self.nthreads(threads))
-        return out
+        x, bound = self.bind(x, out)
+        self.execute(x, bound, self.nthreads(threads))
+        return bound if out is None else out
 
     def bind(self, x, out=None):
         """`x` as a view whose data pointer is src's element 0, and a checked output (a new
-        one for None); raises with the reason when either does not fit. The fast tests come
+        one for None) whose data pointer is dst's element 0 (a view of out= for a sub-memory
+        or strided dst, which the caller hands back as it was given); raises with the reason when either does not fit. The fast tests come
         first: a repeated call passes them without building anything."""
         if not (type(x) is np.ndarray and x.shape == self._in_shape and x.dtype in self._in_dtypes
                 and (x.strides == self._in_strides or x.size <= 1)):
@@ -150,6 +157,8 @@ class Plan:
                 raise ReorderError(f"this plan adds {self.attrs.sum_beta} * the old destination "
                                    f"(sum); pass that destination as out=")
             out = self.empty()
+        elif not self._whole:
+            out = bind_out(out, self.dst, x)
         elif not (type(out) is np.ndarray and out.shape == self._out_shape and out.dtype in self._out_dtypes
                   and out.flags.c_contiguous and out.flags.writeable
                   and not np.may_share_memory(x, out)):

@@ -255,7 +255,7 @@ def _run(src_desc, dst_desc, x, out, nthreads):
     p = cached_plan(src_desc, dst_desc)
     xb, ob = p.bind(x, out)
     p.execute(xb, ob, nthreads)
-    return ob
+    return ob if out is None else out
 
 
 def _plain_rows(desc):

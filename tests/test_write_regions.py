@@ -1,0 +1,400 @@
+"""Writing into part of an array: a sub-memory of a (blocked) parent, `reorder(x, src, sub,
+out=parent)`, and strided plain destinations (`out=` a numpy view with steps).
+
+Poison and guard: the parent is a slice of a bigger byte buffer filled with a poison pattern;
+after the write every byte of the buffer is compared with a numpy reference built from the
+logical coordinates of the parent's physical positions (hand-written per layout below), never
+from the library's Desc offsets. Expected: poison everywhere except the region's elements and
+the region's own padding (zeros inside the region's blocks beyond the parent's dims)."""
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import reorder as ro
+from reorder.core.desc import Axis, Desc
+from reorder.plan.cache import cached_plan
+
+POISON = 0xA5
+GUARD = 192          # poison bytes either side of the parent
+
+
+def sub_desc(parent, dims, offsets):
+    """A region of `parent`: its strides and axes, extents cut to the region, offset0 at the
+    region's first element. Mirrors Desc.submemory (oneDNN's rules: an offset along a blocked
+    dim is a multiple of the block; a region not ending on a block boundary only at the
+    parent's end) and is swapped for it once that exists."""
+    axes = []
+    off = parent.offset0
+    for a in parent.axes:
+        blk = parent.block_size(a.dim)
+        if a.block == 0:
+            assert offsets[a.dim] % blk == 0 and offsets[a.dim] + dims[a.dim] <= parent.dims[a.dim]
+            end = offsets[a.dim] + dims[a.dim]
+            assert end % blk == 0 or end == parent.dims[a.dim]
+            axes.append(Axis(a.dim, 0, a.weight, -(-dims[a.dim] // blk), a.stride))
+            off += offsets[a.dim] // blk * a.stride
+        else:
+            axes.append(a)
+    return Desc._from_axes(dims, parent.dtype, axes, off, parent.tag)
+
+
+# --- the reference: logical coordinates of every physical position, per layout -------------
+
+def _ceil(n, b):
+    return -(-n // b)
+
+
+def layout_coords(tag, dims):
+    """(physical shape, logical coordinate arrays over it, block per dim) of `tag`, written
+    out from the tags' definitions."""
+    if tag in ("nChw16c", "nChw8c"):
+        b = int(tag[4:-1])
+        n, c, h, w = dims
+        shape = (n, _ceil(c, b), h, w, b)
+        i = np.indices(shape)
+        return shape, (i[0], i[1] * b + i[4], i[2], i[3]), (1, b, 1, 1)
+    if tag == "OIhw16i16o":
+        o, ii, h, w = dims
+        shape = (_ceil(o, 16), _ceil(ii, 16), h, w, 16, 16)
+        i = np.indices(shape)
+        return shape, (i[0] * 16 + i[5], i[1] * 16 + i[4], i[2], i[3]), (16, 16, 1, 1)
+    if tag == "OIhw4i16o4i":
+        o, ii, h, w = dims
+        shape = (_ceil(o, 16), _ceil(ii, 16), h, w, 4, 16, 4)
+        i = np.indices(shape)
+        return shape, (i[0] * 16 + i[5], i[1] * 16 + i[4] * 4 + i[6], i[2], i[3]), (16, 16, 1, 1)
+    if tag == "Oihw16o":
+        o, ii, h, w = dims
+        shape = (_ceil(o, 16), ii, h, w, 16)
+        i = np.indices(shape)
+        return shape, (i[0] * 16 + i[4], i[1], i[2], i[3]), (16, 1, 1, 1)
+    if tag == "aBCd7c16b":
+        A, B, C, D = dims
+        shape = (A, _ceil(B, 16), _ceil(C, 7), D, 7, 16)
+        i = np.indices(shape)
+        return shape, (i[0], i[1] * 16 + i[5], i[2] * 7 + i[4], i[3]), (1, 16, 7, 1)
+    if tag == "ABcd16b16a":
+        A, B, C, D = dims
+        shape = (_ceil(A, 16), _ceil(B, 16), C, D, 16, 16)
+        i = np.indices(shape)
+        return shape, (i[0] * 16 + i[5], i[1] * 16 + i[4], i[2], i[3]), (16, 16, 1, 1)
+    if tag == "nchw":
+        i = np.indices(dims)
+        return tuple(dims), tuple(i), (1, 1, 1, 1)
+    if tag == "nhwc":
+        n, c, h, w = dims
+        shape = (n, h, w, c)
+        i = np.indices(shape)
+        return shape, (i[0], i[3], i[1], i[2]), (1, 1, 1, 1)
+    raise AssertionError(tag)
+
+
+def expected_parent(tag, pdims, poison_phys, x_logical, rdims, offsets):
+    """The parent's physical array after writing x_logical (region dims rdims at offsets):
+    the poisoned parent, the region's elements set, the region's padding zero."""
+    _, co, blk = layout_coords(tag, pdims)
+    want = poison_phys.copy()
+    inside = np.ones(want.shape, bool)
+    in_blocks = np.ones(want.shape, bool)
+    beyond = np.zeros(want.shape, bool)
+    for d, c in enumerate(co):
+        inside &= (c >= offsets[d]) & (c < offsets[d] + rdims[d])
+        in_blocks &= (c >= offsets[d]) & (c < offsets[d] + _ceil(rdims[d], blk[d]) * blk[d])
+        beyond |= c >= pdims[d]
+    idx = tuple(c[inside] - offsets[d] for d, c in enumerate(co))
+    want[inside] = x_logical[idx]
+    want[in_blocks & beyond] = 0
+    return want
+
+
+def poisoned(nbytes, dtype, shape):
+    """(buffer, parent): the parent a C-contiguous slice of a poisoned buffer with guards."""
+    raw = np.full(GUARD + nbytes + GUARD, POISON, np.uint8)
+    parent = raw[GUARD:GUARD + nbytes].view(dtype).reshape(shape)
+    return raw, parent
+
+
+def check_bytes(raw, parent_want):
+    """Every byte of the buffer: guards poison, the parent as expected."""
+    want = np.full(raw.shape, POISON, np.uint8)
+    want[GUARD:raw.size - GUARD] = np.ascontiguousarray(parent_want).reshape(-1).view(np.uint8)
+    bad = np.flatnonzero(raw != want)
+    assert bad.size == 0, (f"{bad.size} bytes differ, first at byte {bad[0] - GUARD} of the "
+                           f"parent: got {raw[bad[0]]:#x}, want {want[bad[0]]:#x}")
+
+
+DTYPES = {"f32": np.float32, "u8": np.uint8, "bf16": ml_dtypes.bfloat16, "s8": np.int8}
+
+
+def values(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    if dtype == "u8":
+        return rng.integers(0, 256, shape).astype(np.uint8)
+    v = rng.standard_normal(shape).astype(np.float32) * 3
+    return v.astype(DTYPES[dtype])
+
+
+# --- sub-memory writes -------------------------------------------------------------------
+
+# (parent tag, parent dims, region dims, offsets, source tag)
+REGIONS = [
+    ("nChw16c", (2, 48, 5, 3), (2, 16, 5, 3), (0, 16, 0, 0), "nchw"),    # a middle block
+    ("nChw16c", (2, 41, 5, 3), (2, 25, 5, 3), (0, 16, 0, 0), "nchw"),    # at the end, padded
+    ("nChw16c", (2, 41, 5, 3), (2, 9, 5, 3), (0, 32, 0, 0), "nhwc"),
+    ("nChw16c", (3, 35, 4, 6), (1, 19, 2, 5), (1, 16, 1, 1), "nchw"),    # every dim cut
+    ("nChw16c", (2, 41, 5, 3), (2, 25, 5, 3), (0, 16, 0, 0), "nChw16c"),
+    ("nChw8c", (2, 21, 7, 7), (2, 5, 7, 7), (0, 16, 0, 0), "nchw"),
+    ("nChw8c", (2, 21, 7, 7), (2, 5, 7, 7), (0, 16, 0, 0), "nhwc"),
+    ("nChw8c", (2, 17, 3, 3), (1, 1, 1, 1), (1, 16, 2, 0), "nchw"),      # size 1 (padded)
+    ("nChw8c", (2, 24, 3, 3), (2, 0, 3, 3), (0, 8, 0, 0), "nchw"),       # zero-size
+    ("nChw16c", (2, 32, 3, 3), (2, 16, 0, 3), (0, 0, 1, 0), "nchw"),     # zero-size H
+    ("OIhw16i16o", (40, 35, 3, 3), (24, 19, 3, 3), (16, 16, 0, 0), "oihw"),
+    ("OIhw16i16o", (48, 32, 3, 3), (16, 32, 1, 3), (16, 0, 2, 0), "oihw"),
+    ("OIhw16i16o", (40, 35, 3, 3), (24, 35, 3, 3), (16, 0, 0, 0), "hwio"),
+    ("OIhw4i16o4i", (40, 35, 3, 3), (24, 19, 3, 3), (16, 16, 0, 0), "oihw"),
+    ("Oihw16o", (40, 35, 3, 3), (24, 19, 3, 3), (16, 16, 0, 0), "OIhw16i16o"),   # memset path
+    ("OIhw16i16o", (40, 35, 3, 3), (24, 19, 3, 3), (16, 16, 0, 0), "OIhw4i16o4i"),
+    # padded in c, outside the b block: the block kernel's zeroed-destination path
+    ("aBCd7c16b", (64, 48, 6, 3), (32, 32, 6, 3), (8, 0, 0, 0), "ABcd16b16a"),
+    ("aBCd7c16b", (64, 48, 6, 3), (32, 32, 6, 3), (8, 16, 0, 0), "ABcd16b16a"),
+    ("OIhw4i16o4i", (32, 35, 1, 1), (16, 3, 1, 1), (16, 32, 0, 0), "oihw"),
+    ("nchw", (2, 7, 9, 11), (2, 3, 4, 5), (0, 2, 3, 6), "nchw"),         # plain parents
+    ("nchw", (2, 7, 9, 11), (1, 3, 9, 11), (1, 4, 0, 0), "nhwc"),
+    ("nhwc", (2, 7, 9, 11), (2, 3, 4, 5), (0, 4, 3, 6), "nchw"),
+    ("nhwc", (2, 40, 9, 11), (2, 3, 9, 11), (0, 37, 0, 0), "nchw"),
+]
+
+_SRC_PHYS = {"nchw": (0, 1, 2, 3), "oihw": (0, 1, 2, 3), "nhwc": (0, 2, 3, 1),
+             "hwio": (2, 3, 1, 0)}
+
+
+def source_for(x_logical, tag, strided):
+    """x in the source layout; `strided`: a view with steps and a reversed axis."""
+    if tag in _SRC_PHYS:
+        phys = np.ascontiguousarray(x_logical.transpose(_SRC_PHYS[tag]))
+        if strided:
+            big = np.zeros(phys.shape[:-1] + (2 * phys.shape[-1] + 1,), phys.dtype)
+            big[..., 1::2] = phys[..., ::-1]
+            phys = big[..., -2::-2] if phys.shape[-1] else big[..., :0]
+        return phys, tag
+    shape, co, _ = layout_coords(tag, x_logical.shape)      # a blocked source, zero padded
+    phys = np.zeros(shape, x_logical.dtype)
+    ok = np.ones(shape, bool)
+    for c, n in zip(co, x_logical.shape):
+        ok &= c < n
+    phys[ok] = x_logical[tuple(k[ok] for k in co)]
+    return phys, tag
+
+
+def run_region(ptag, pdims, rdims, offsets, stag, dtype, threads, strided=False,
+               src_dtype=None, stream_min_bytes=None, kernels=None):
+    np_dtype = DTYPES[dtype]
+    parent = Desc(pdims, dtype, ptag)
+    shape, _, _ = layout_coords(ptag, pdims)
+    assert parent.physical_shape == shape
+    raw, out = poisoned(math.prod(shape) * np.dtype(np_dtype).itemsize, np_dtype, shape)
+    before = out.copy()
+    xl = values(rdims, src_dtype or dtype)
+    x, stag = source_for(xl, stag, strided)
+    x_copy = x.copy()
+    sub = sub_desc(parent, rdims, offsets)
+    if stream_min_bytes is None:
+        res = ro.reorder(x, stag, sub, dims=rdims, out=out, threads=threads)
+    else:
+        p = cached_plan(Desc.of(x, stag, dims=rdims), sub, stream_min_bytes=stream_min_bytes)
+        res = p(x, out=out, threads=threads)
+        if kernels is not None:
+            kernels.add(p.kernel)
+    assert res is out
+    np.testing.assert_array_equal(x, x_copy)                  # the input is not modified
+    want_l = xl if src_dtype is None else ro.reorder(xl, "nchw", "nchw", dtype=dtype)
+    check_bytes(raw, expected_parent(ptag, pdims, before, want_l, rdims, offsets))
+    if kernels is not None and stream_min_bytes is None:
+        kernels.add(ro.plan(Desc.of(x, stag, dims=rdims), sub).kernel)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["f32", "u8", "bf16"])
+@pytest.mark.parametrize("case", REGIONS, ids=lambda c: f"{c[0]}-{'x'.join(map(str, c[2]))}-{c[4]}")
+def test_write_into_sub_memory(case, dtype, threads):
+    run_region(*case, dtype, threads)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", [c for c in REGIONS if c[4] in _SRC_PHYS], ids=str)
+def test_write_into_sub_memory_from_a_strided_reversed_source(case, threads):
+    run_region(*case, "f32", threads, strided=True)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["s8", "bf16"])
+@pytest.mark.parametrize("case", [REGIONS[i] for i in (1, 3, 10, 13, 14, 17, 19, 22)], ids=str)
+def test_write_a_conversion_into_sub_memory(case, dtype, threads):
+    """f32 -> s8 / bf16 into a region of an s8 / bf16 parent (the conversion kernels)."""
+    run_region(*case, dtype, threads, src_dtype="f32")
+
+
+def test_every_kernel_family_writes_only_its_region():
+    """The cases above reach each kernel the planner picks, also with streaming stores
+    forced on (stream_min_bytes=0) into destinations at any element alignment."""
+    kernels = set()
+    for case in REGIONS:
+        for threads in (1, 2):
+            for smb in (None, 0):
+                run_region(*case, "f32", threads, stream_min_bytes=smb, kernels=kernels)
+                run_region(*case, "u8", threads, stream_min_bytes=smb, kernels=kernels)
+                run_region(*case, "s8", threads, src_dtype="f32", stream_min_bytes=smb,
+                           kernels=kernels)
+    names = set("+".join(sorted(kernels)).replace("+", " ").split())
+    assert {"copy", "transpose", "generic", "convert", "blocks"} <= names, kernels
+
+
+def test_larger_region_streams_and_stays_inside():
+    """Half the channels of an nChw16c parent big enough for streaming stores on both
+    thread counts, from nchw and from nhwc."""
+    for stag in ("nchw", "nhwc"):
+        for threads in (1, 2):
+            run_region("nChw16c", (2, 64, 28, 28), (2, 32, 28, 28), (0, 32, 0, 0), stag, "f32",
+                       threads, stream_min_bytes=0)
+            run_region("nChw16c", (2, 64, 28, 28), (2, 32, 28, 28), (0, 16, 0, 0), stag, "f32",
+                       threads)
+
+
+def test_in_place_concatenation():
+    """Two producers write their channels into one nChw16c parent: the parent equals
+    np.concatenate of the two, blocked by the reference (padding zero)."""
+    n, h, w = 2, 5, 3
+    a = values((n, 16, h, w), "f32", 1)
+    b = values((n, 25, h, w), "f32", 2)
+    whole = np.concatenate([a, b], axis=1)
+    parent = Desc(whole.shape, "f32", "nChw16c")
+    shape, co, _ = layout_coords("nChw16c", whole.shape)
+    raw, out = poisoned(math.prod(shape) * 4, np.float32, shape)
+    ro.reorder(a, "nchw", sub_desc(parent, a.shape, (0, 0, 0, 0)), out=out)
+    ro.reorder(np.ascontiguousarray(b.transpose(0, 2, 3, 1)), "nhwc",
+               sub_desc(parent, b.shape, (0, 16, 0, 0)), dims=b.shape, out=out)
+    want = np.zeros(shape, np.float32)
+    ok = co[1] < whole.shape[1]
+    want[ok] = whole[tuple(k[ok] for k in co)]
+    check_bytes(raw, want)
+    np.testing.assert_array_equal(ro.reorder(out, "nChw16c", "nchw", dims=whole.shape), whole)
+
+
+# --- strided plain destinations ---------------------------------------------------------
+
+def _strided_views(big):
+    yield big[:, ::2, 1:, ::-1]
+    yield big[::-1, 1:4, ::3, 2:]
+    yield big[:, :, 1:-1, 1:-1]
+    yield big.transpose(0, 2, 3, 1)[:, 1:, :, ::2]
+    yield big[:, :, ::-2, :].transpose(3, 2, 1, 0)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["f32", "u8", "bf16"])
+@pytest.mark.parametrize("src", ["nchw", "nhwc", "nChw16c", "nChw8c"])
+def test_strided_out_view(src, dtype, threads):
+    """reorder(x, src, plain tag, out=view): the result lands in the view; every other byte
+    of the view's base (and the guards around it) keeps its poison."""
+    np_dtype = DTYPES[dtype]
+    shape = (3, 10, 9, 12)
+    for k, dst_tag in enumerate(("nchw", "nhwc")):
+        for view_no in range(5):
+            raw = np.full(GUARD * 2 + math.prod(shape) * np.dtype(np_dtype).itemsize, POISON,
+                          np.uint8)
+            big = raw[GUARD:-GUARD].view(np_dtype).reshape(shape)
+            view = list(_strided_views(big))[view_no]
+            # logical dims of the result, from the view's physical shape in dst_tag
+            ldims = view.shape if dst_tag == "nchw" else (view.shape[0], view.shape[3],
+                                                          view.shape[1], view.shape[2])
+            xl = values(ldims, dtype, view_no + k)
+            if src in ("nchw", "nhwc"):
+                x, stag = source_for(xl, src, strided=view_no % 2 == 1)
+            else:
+                b = int(src[4:-1])
+                _, co, _ = layout_coords(src, ldims)
+                x = np.zeros((ldims[0], _ceil(ldims[1], b), ldims[2], ldims[3], b), np_dtype)
+                ok = co[1] < ldims[1]
+                x[ok] = xl[tuple(c[ok] for c in co)]
+                stag = src
+            want_raw = raw.copy()
+            wbig = want_raw[GUARD:-GUARD].view(np_dtype).reshape(shape)
+            wview = list(_strided_views(wbig))[view_no]
+            wview[...] = xl if dst_tag == "nchw" else xl.transpose(0, 2, 3, 1)
+            res = ro.reorder(x, stag, dst_tag, dims=ldims, out=view, threads=threads)
+            assert res is view
+            bad = np.flatnonzero(raw != want_raw)
+            assert bad.size == 0, (dst_tag, view_no, bad.size, bad[:5] - GUARD)
+
+
+def test_strided_out_with_a_conversion_and_a_plan_reused():
+    """f32 -> s8 into a strided view; the same call twice (the cached plans) and a call with a
+    contiguous out after it keep their own destinations."""
+    xl = values((2, 5, 4, 6), "f32")
+    big = np.full((2, 9, 9, 6), 7, np.int8)
+    view = big[:, ::2, 1::2, :]
+    want = big.copy()
+    want[:, ::2, 1::2, :] = ro.reorder(xl, "nchw", "nchw", dtype="s8")
+    for _ in range(2):
+        ro.reorder(xl, "nchw", "nchw", dtype="s8", out=view)
+        np.testing.assert_array_equal(big, want)
+    out = np.empty((2, 5, 4, 6), np.int8)
+    ro.reorder(xl, "nchw", "nchw", dtype="s8", out=out)
+    np.testing.assert_array_equal(out, want[:, ::2, 1::2, :])
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+def _parent_case():
+    parent = Desc((2, 41, 5, 3), "f32", "nChw16c")
+    sub = sub_desc(parent, (2, 25, 5, 3), (0, 16, 0, 0))
+    return parent, sub, values((2, 25, 5, 3), "f32")
+
+
+def test_region_that_does_not_fit_in_out_is_refused():
+    parent, sub, x = _parent_case()
+    small = np.zeros(parent.nelems - 16, np.float32)
+    with pytest.raises(ro.ReorderError, match=rf"holds {parent.nelems - 16}"):
+        ro.reorder(x, "nchw", sub, out=small)
+
+
+def test_out_dtype_readonly_overlap_and_missing_out_are_refused():
+    parent, sub, x = _parent_case()
+    out = np.zeros(parent.physical_shape, np.float32)
+    with pytest.raises(ro.ReorderError, match="out has dtype float64"):
+        ro.reorder(x, "nchw", sub, out=out.astype(np.float64))
+    ro_out = out.copy()
+    ro_out.flags.writeable = False
+    with pytest.raises(ro.ReorderError, match="read-only"):
+        ro.reorder(x, "nchw", sub, out=ro_out)
+    with pytest.raises(ro.ReorderError, match="pass that array as out="):
+        ro.reorder(x, "nchw", sub)
+    # the source is another region of the same parent: allowed where they do not overlap
+    flat = np.zeros(parent.nelems, np.float32)
+    src = flat.reshape(parent.physical_shape)[:, 0, :, :, :].transpose(0, 3, 1, 2)  # 16 ch
+    first = sub_desc(parent, (2, 16, 5, 3), (0, 16, 0, 0))
+    ro.reorder(src, "nchw", first, out=flat)
+    overlapping = sub_desc(parent, (2, 16, 5, 3), (0, 0, 0, 0))
+    with pytest.raises(ro.ReorderError, match="overlaps"):
+        ro.reorder(src, "nchw", overlapping, out=flat)
+
+
+def test_strided_out_errors_are_named():
+    x = values((2, 3, 4, 5), "f32")
+    big = np.zeros((2, 6, 4, 5), np.float32)
+    with pytest.raises(ro.ReorderError, match="out has shape"):
+        ro.reorder(x, "nchw", "nchw", out=big[:, ::3])
+    raw = np.zeros(1024, np.uint8)
+    odd = np.ndarray((2, 3, 4, 5), np.float32, raw, 1, (241, 80, 20, 4))     # 241: not 4k
+    with pytest.raises(ro.ReorderError, match="multiples"):
+        ro.reorder(x, "nchw", "nchw", out=odd)
+    bview = big[:, ::2]
+    bview.flags.writeable = False
+    with pytest.raises(ro.ReorderError, match="read-only"):
+        ro.reorder(x, "nchw", "nchw", out=bview)
+    with pytest.raises(ro.ReorderError, match="out has dtype"):
+        ro.reorder(x, "nchw", "nchw", out=big.astype(np.float64)[:, ::2])
+    with pytest.raises(ro.ReorderError, match="overlaps"):
+        ro.reorder(big[:, :3], "nchw", "nchw", out=big[:, ::2])

@@ -219,6 +219,15 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
     # a strided out= view (steps, transposed, negative strides) is its own destination
     # descriptor: the calls keyed by tags alone assume a C-contiguous out
     strided_out = type(out) is np.ndarray and not out.flags.c_contiguous
+    strided_key = None
+    if strided_out and tags and no_attrs and type(x) is np.ndarray:
+        # a repeated call into views of one geometry: the plan by the view's strides too
+        strided_key = ("strided out",) + _plain_key(x, src, dst, dims, dtype, src_dtype) + (
+            out.shape, out.strides, out.dtype)
+        p = REORDER_CALLS.get(strided_key)
+        if p is not None:
+            return p(x if src_dtype is None else _read_as(x, p.src.dtype), out=out,
+                     threads=threads)
     tags = tags and not strided_out
     if tags and type(x) is np.ndarray and (no_attrs or (type(src_zero_point) in _ONE_VALUE and
                                                         type(dst_zero_point) in _ONE_VALUE)):
@@ -248,7 +257,10 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
         attrs = _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask, src_zero_point,
                        dst_zero_point, sum_beta)
         if all(a.stride >= 0 for a in ddesc.axes if a.extent > 1):
-            return cached_plan(sdesc, ddesc, None, attrs)(arr, out=out, threads=threads)
+            p = cached_plan(sdesc, ddesc, None, attrs)
+            if strided_key is not None:
+                REORDER_CALLS.put(strided_key, p)
+            return p(arr, out=out, threads=threads)
         # a reversed axis: the kernels walk destinations forwards, so the result is made
         # whole and copied into the view (a second pass; sum reads the view's old values)
         p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype), None, attrs)

@@ -343,6 +343,15 @@ def test_strided_out_with_a_conversion_and_a_plan_reused():
     out = np.empty((2, 5, 4, 6), np.int8)
     ro.reorder(xl, "nchw", "nchw", dtype="s8", out=out)
     np.testing.assert_array_equal(out, want[:, ::2, 1::2, :])
+    other = np.full((2, 9, 9, 6), 3, np.int8)                 # same geometry, another base
+    ro.reorder(xl, "nchw", "nchw", dtype="s8", out=other[:, ::2, 1::2, :])
+    want_other = np.full_like(other, 3)
+    want_other[:, ::2, 1::2, :] = want[:, ::2, 1::2, :]
+    np.testing.assert_array_equal(other, want_other)
+    np.testing.assert_array_equal(big, want)
+    ro.reorder(xl, "nchw", "nchw", dtype="s8", out=other[:, 1::2, ::2, :])   # other strides
+    want_other[:, 1::2, ::2, :] = want[:, ::2, 1::2, :]
+    np.testing.assert_array_equal(other, want_other)
 
 
 # --- bad input ------------------------------------------------------------------------------

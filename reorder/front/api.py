@@ -185,7 +185,10 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
             with `dims=`.
     src/dst tags ('nchw', 'nChw16c', 'aBcd16b', 'NCHW16c', 'OIhw4i16o4i', ...) or Descs.
     dims    logical dims (N, C, H, W order), needed when blocking hides them (C=17 in nChw16c).
-    out     preallocated result (exact shape/dtype, C-contiguous, writable, not overlapping x).
+    out     preallocated result (exact shape/dtype, C-contiguous, writable, not overlapping x);
+            for a plain dst also any numpy view with steps (only the view is written), and
+            for a sub-memory dst Desc the parent's whole array (only the region is written;
+            docs/how-to/write-into-part.md).
     threads thread count for this call (see reorder.set_num_threads).
     src_dtype  data type of x when numpy cannot name it ('bf16' for uint16 words).
     dtype   data type of the result ('s8', 'bf16', np.float16, ...); default: x's. The

@@ -409,3 +409,28 @@ def test_strided_out_errors_are_named():
         ro.reorder(x, "nchw", "nchw", out=big.astype(np.float64)[:, ::2])
     with pytest.raises(ro.ReorderError, match="overlaps"):
         ro.reorder(big[:, :3], "nchw", "nchw", out=big[:, ::2])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_quantize_into_sub_memory(threads):
+    """quantize() with a sub-memory dst and the parent as out=: the region holds
+    saturate(round-half-even(w * scale)), the rest of the parent its poison, and the s8s8
+    compensation is -128 * the sum over each output channel of the region (zero for the
+    region's padded channels)."""
+    pdims, rdims, offsets = (40, 35, 3, 3), (24, 19, 3, 3), (16, 16, 0, 0)
+    parent = Desc(pdims, "s8", "OIhw4i16o4i")
+    shape, _, _ = layout_coords("OIhw4i16o4i", pdims)
+    raw, out = poisoned(math.prod(shape), np.int8, shape)
+    before = out.copy()
+    w = values(rdims, "f32", 3)
+    q = ro.quantize(w, "oihw", sub_desc(parent, rdims, offsets), out=out, src_scales=10.0,
+                    compensation="s8s8", threads=threads)
+    assert q.data is out
+    qv = np.clip(np.rint(w.astype(np.float64) * np.float32(10.0)), -128, 127).astype(np.int8)
+    if q.scale_adjust != 1.0:
+        qv = np.clip(np.rint(w.astype(np.float64) * np.float32(10.0 * q.scale_adjust)),
+                     -128, 127).astype(np.int8)
+    check_bytes(raw, expected_parent("OIhw4i16o4i", pdims, before, qv, rdims, offsets))
+    comp = np.zeros(32, np.int64)
+    comp[:24] = -128 * qv.astype(np.int64).sum(axis=(1, 2, 3))
+    np.testing.assert_array_equal(q.compensation, comp)

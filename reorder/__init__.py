@@ -11,7 +11,7 @@ from .core.errors import ReorderError
 from .core.tags import Tag, normalize_tag, parse_tag
 from .kernels.threads import get_num_threads, set_num_threads, threads
 from .plan.plans import Plan
-from .quant.lowbit import QuantizedLowBit
+from .quant.results import QuantizedLowBit
 from .front.api import Quantized, plan, quantize, reorder
 from .front.config import show_config
 from .front.rearrange import RearrangeError, rearrange

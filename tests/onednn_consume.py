@@ -27,10 +27,28 @@ def onednn_reordered(lib, layer, w_plain, mult=None):
     pd, attr, mds = lib.primitive_desc(layer)
     try:
         wmd = lib.weights_md(pd)
-        size = lib.L.dnnl_memory_desc_get_size(wmd)
-        out = np.zeros(size, np.uint8)
-        src_md = lib.md_plain(w_plain.shape, "f32")
-        rattr, extra = None, []
+        try:
+            return _reorder_into(lib, layer, wmd, w_plain, mult)
+        except R.OnednnError:
+            if mult is None:
+                raise
+            # oneDNN 3.2 has no reorder with per-channel scales into some compensated layouts
+            # (AB16a64b4a with s8s8 at avx512_core_vnni and above): scale in f32 first, the
+            # same IEEE product its reorder forms, and let it round, saturate and compensate
+            mask = weight_mask(layer)
+            per = tuple(n if mask >> d & 1 else 1 for d, n in enumerate(w_plain.shape))
+            scaled = (w_plain * mult.reshape(per)).astype(np.float32)
+            return _reorder_into(lib, layer, wmd, scaled, None)
+    finally:
+        lib.free(pd, attr, mds)
+
+
+def _reorder_into(lib, layer, wmd, w_plain, mult):
+    """oneDNN's reorder of plain f32 `w_plain` into `wmd`, with src scales `mult` if given."""
+    out = np.zeros(lib.L.dnnl_memory_desc_get_size(wmd), np.uint8)
+    src_md = lib.md_plain(w_plain.shape, "f32")
+    rattr, extra = None, []
+    try:
         if mult is not None:
             rattr = C.c_void_p()
             R._status(lib.L.dnnl_primitive_attr_create(C.byref(rattr)), "attr")
@@ -38,17 +56,14 @@ def onednn_reordered(lib, layer, w_plain, mult=None):
                                                                 weight_mask(layer)), "mask")
             smd = lib.md_plain((mult.size,), "f32")
             extra = [(R.ARG_ATTR_SCALES | R.ARG_FROM, smd, mult)]
-        try:
-            lib.reorder(src_md, np.ascontiguousarray(w_plain), wmd, out, rattr, extra)
-        finally:
-            lib.L.dnnl_memory_desc_destroy(src_md)
-            for _, md, _ in extra:
-                lib.L.dnnl_memory_desc_destroy(md)
-            if rattr is not None:
-                lib.L.dnnl_primitive_attr_destroy(rattr)
-        return out
+        lib.reorder(src_md, np.ascontiguousarray(w_plain), wmd, out, rattr, extra)
     finally:
-        lib.free(pd, attr, mds)
+        lib.L.dnnl_memory_desc_destroy(src_md)
+        for _, md, _ in extra:
+            lib.L.dnnl_memory_desc_destroy(md)
+        if rattr is not None:
+            lib.L.dnnl_primitive_attr_destroy(rattr)
+    return out
 
 
 def run(lib, layer, weight_bytes, src, src_scale=None, wei_scales=None):

@@ -176,6 +176,22 @@ def test_plan_caches_under_eight_python_threads(monkeypatch):
     assert not errors, errors[:5]
 
 
+def test_plan_and_reorder_share_one_plan_for_one_pair():
+    """plan() and reorder() spell the defaults differently (keywords, positions, none); the
+    cache keys on the values, so both find one Plan, and the Plan gives the reference's bytes."""
+    from reorder.plan.cache import cached_plan, clear
+    clear()
+    x = np.random.default_rng(5).standard_normal((2, 19, 3, 5)).astype(np.float32)
+    ro.reorder(x, "nchw", "nChw16c")
+    after_reorder = cached_plan.cache_info()
+    p = ro.plan(ro.Desc(x.shape, "f32", "nchw"), "nChw16c")
+    assert cached_plan.cache_info().currsize == after_reorder.currsize, "plan() built a second Plan"
+    assert cached_plan(p.src, p.dst) is cached_plan(p.src, p.dst, None, None) is p
+    np.testing.assert_array_equal(p(x).reshape(-1), ref_reorder(x, x.shape, "abcd", "aBcd16b"))
+    with pytest.raises(ro.ReorderError, match="stream_min_bytes"):
+        cached_plan(p.src, p.dst, None, None, True)       # True is not the threshold 1
+
+
 def test_repeated_calls_find_their_plan_by_signature_src_dtype_included():
     """A repeated call, with src_dtype= and with scales too, runs its plan without planning
     again; the signature keeps one array's words read as bf16 apart from the same words read

@@ -6,12 +6,13 @@ import numpy as np
 from .._convert import finish_compensation
 from .._kernels import data_address
 from ..plan.binding import check_dst, is_whole
-from ..core.attrs import _comp_kinds, _mask_text, make_attrs
+from ..core.attrs import _comp_kinds, make_attrs
 from ..kernels.convert import call_values
 from ..core.desc import Desc, _fmt
 from ..core.dtypes import dtype_of_numpy, as_dtype
 from . import interop
 from ..quant import lowbit
+from ..quant.results import Quantized
 from ..core.errors import ReorderError
 from ..plan.cache import (QUANTIZE_CALLS, REORDER_CALLS, REORDER_CALLS_WITH_ATTRS,
                           cached_plan)
@@ -373,58 +374,6 @@ def plan(src, dst, *, dims=None, src_dtype=None, threads=None, dtype=None, src_s
 # ---------------------------------------------------------------------------------------------
 # quantize(): int8 weights with compensation
 
-class Quantized:
-    """The result of `quantize()`.
-
-    data             int8 array in the destination's physical shape, padding zero
-    compensation     int32 s8s8 compensation (-128 * sum of q), flat in comp_desc's order, or None
-    zp_compensation  int32 zero-point compensation (-sum of q), same layout, or None
-    desc             the destination Desc
-    comp_desc        the compensation layout (dst trimmed to the masked dims), or None
-    comp_mask, scale_adjust
-    """
-    __slots__ = ("data", "compensation", "zp_compensation", "desc", "comp_desc", "comp_mask",
-                 "scale_adjust")
-
-    def __init__(self, data, compensation, zp_compensation, desc, comp_desc, comp_mask,
-                 scale_adjust):
-        self.data, self.compensation, self.zp_compensation = data, compensation, zp_compensation
-        self.desc, self.comp_desc, self.comp_mask = desc, comp_desc, comp_mask
-        self.scale_adjust = scale_adjust
-
-    @property
-    def offsets(self):
-        """Byte offsets in to_onednn_buffer(): data, s8s8 block, zp block, total size."""
-        data = self.data.nbytes
-        s8s8 = -(-data // 4) * 4
-        zp = s8s8 + (self.compensation.nbytes if self.compensation is not None else 0)
-        end = zp + (self.zp_compensation.nbytes if self.zp_compensation is not None else 0)
-        return {"data": 0, "s8s8": s8s8 if self.compensation is not None else None,
-                "zp": zp if self.zp_compensation is not None else None, "size": end}
-
-    def to_onednn_buffer(self):
-        """One uint8 buffer laid out as oneDNN's weights memory with an extra descriptor:
-        the s8 data, zeros up to a multiple of 4 bytes, the s8s8 block, then the zp block
-        (little-endian int32)."""
-        off = self.offsets
-        buf = np.zeros(off["size"], dtype=np.uint8)
-        buf[:self.data.nbytes] = self.data.reshape(-1).view(np.uint8)
-        if self.compensation is not None:
-            blk = self.compensation.astype("<i4", copy=False).view(np.uint8)
-            buf[off["s8s8"]:off["s8s8"] + blk.size] = blk
-        if self.zp_compensation is not None:
-            blk = self.zp_compensation.astype("<i4", copy=False).view(np.uint8)
-            buf[off["zp"]:off["zp"] + blk.size] = blk
-        return buf
-
-    def __repr__(self):
-        comp = "+".join(k for k, v in (("s8s8", self.compensation), ("zp", self.zp_compensation))
-                        if v is not None) or "no"
-        return (f"Quantized({self.desc!r}, {comp} compensation"
-                + (f" over {_mask_text(self.comp_mask, self.desc.ndim)}" if self.comp_desc else "")
-                + (f", scale_adjust {self.scale_adjust:g}" if self.scale_adjust != 1.0 else "") + ")")
-
-
 class _QuantizePrep(NamedTuple):
     plan: object
     comp_desc: object
@@ -505,7 +454,8 @@ def quantize(w, src, dst, *, src_scales=None, src_scale_mask=None, compensation=
     p.execute(arr, bound, p.nthreads(threads), acc)
     if acc:
         finish_compensation(acc, data_address(s8s8), data_address(zp), q.ncomp)
-    return Quantized(bound if out is None else out, s8s8, zp, p.dst, q.comp_desc, q.comp_mask, q.scale_adjust)
+    return Quantized(bound if out is None else out, s8s8, zp, p.dst, q.comp_desc, q.comp_mask,
+                     q.scale_adjust)
 
 
 def _quantize_key(arr, src, dst, scales, scale_mask, compensation, comp_mask, scale_adjust,

@@ -19,6 +19,8 @@ import math
 import os
 from dataclasses import dataclass
 
+from .onednn_runtime import matrix_nk
+
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "onednn_layouts.json")
 
 
@@ -47,7 +49,7 @@ def signature(kind, weights_dims, groups=1, strides=None, src_dims=None):
     or (G, O/G, I/G, k...); ip (N, K); matmul (K, N)) and what else is known of it."""
     w = tuple(int(x) for x in weights_dims)
     if kind in ("ip", "matmul"):
-        n, k = (w[0], w[1]) if kind == "ip" else (w[1], w[0])
+        n, k = matrix_nk(kind, w)
         return Signature(kind, "dense", 0, n, k, rows=src_dims[0] if src_dims else None)
     if groups > 1:
         g, oc, ic, kern = w[0], w[1], w[2], w[3:]

@@ -580,6 +580,12 @@ def _ints(name, v, n, default):
     return t
 
 
+def matrix_nk(kind, weights_dims):
+    """(N, K) of an inner product's weights, stored (N, K), or of a matmul's B, stored (K, N)."""
+    a, b = weights_dims
+    return (a, b) if kind == "ip" else (b, a)
+
+
 def make_layer(kind, src_dims, weights_dims, strides=None, pads=None, dilations=None, groups=1,
                src_dtype="f32", src_layout="nhwc", src_zero_point=False, dst_dims=None,
                output_padding=None):
@@ -633,8 +639,8 @@ def make_layer(kind, src_dims, weights_dims, strides=None, pads=None, dilations=
                      src_dtype, src_layout, bool(src_zero_point))
     if len(w) != 2:
         raise ValueError(f"{kind}: weights_dims must be 2-D, got {list(w)}")
-    # inner product weights are (N, K), matmul's B (K, N); both flatten the source to (M, K)
-    n, kk = w if kind == "ip" else w[::-1]
+    # both flatten the source to (M, K)
+    n, kk = matrix_nk(kind, w)
     m = math.prod(src[:-1])
     if src[-1] != kk:
         raise ValueError(f"{kind}: the source's last dim {src[-1]} is not K = {kk}")

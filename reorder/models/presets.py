@@ -172,8 +172,8 @@ def _from_measurements(target, role, view, layer, tables):
            f"{r['weights_dims']}{g} on src {r['src_dims']}")
     if target.family == "onednn-f32":
         return Decision("reorder", tag, _float_dtype(target), why=why)
-    mask = 2 if role.kind == "fc" else 1 if (view.depthwise or role.groups == 1) else 3
-    return Decision("quantize", tag, "s8", mask, row.compensation, row.scale_adjust, why=why)
+    return Decision("quantize", tag, "s8", _int8_mask(role, view), row.compensation,
+                    row.scale_adjust, why=why)
 
 
 def _float_dtype(target):
@@ -273,18 +273,24 @@ def _int8_deconv_tag(target, role, view):
     return tag, f"deconvolution as the convolution rule: {why}"
 
 
+def _int8_mask(role, view):
+    """oneDNN's int8 weight scale and compensation mask: per output channel (dim 1 of a
+    matmul's (K, N), dim 0 of a convolution's O, dims 0 and 1 of a grouped one's (G, O)).
+    O is the deconvolution's output in its view too, so its masks are the convolution's."""
+    if role.kind == "fc":
+        return 2
+    return 1 if (view.depthwise or role.groups == 1) else 3
+
+
 def _onednn_int8(target, role, view):
     comp = ("s8s8",) if target.activations == "s8" else ()
     adjust = 0.5 if target.isa in ("avx512_core", "avx2") else 1.0
     if role.kind in ("conv", "deconv"):
-        # compensation and scales per output channel (per group): O is the deconvolution's
-        # output in its view too, so the masks are the convolution's
         tag, why = (_int8_conv_tag if role.kind == "conv" else _int8_deconv_tag)(
             target, role, view)
-        mask = 1 if (view.depthwise or role.groups == 1) else 3
-        return Decision("quantize", tag, "s8", mask, comp, adjust, why=why)
+        return Decision("quantize", tag, "s8", _int8_mask(role, view), comp, adjust, why=why)
     if role.kind == "fc":
-        return Decision("quantize", "BA16a64b4a", "s8", 2, comp, adjust,
+        return Decision("quantize", "BA16a64b4a", "s8", _int8_mask(role, view), comp, adjust,
                         why="matmul weights BA16a64b4a")
     return _keep_float(role, view, "f32")
 

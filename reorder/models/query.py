@@ -5,6 +5,7 @@ import warnings
 from dataclasses import dataclass
 
 from .errors import ConvertError
+from .measured import measurements
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,6 @@ def answers(path, fmt, tensors, target):
 
 def tables_source(target):
     """What the fallback tables for `target` are, for the warning."""
-    from .measured import measurements
     m = measurements()
     if m.covers(target.isa, target.src_dtype, target.src_layout):
         return (f"the tables for {target.isa} are oneDNN {m.version}'s answers for the "

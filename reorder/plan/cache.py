@@ -87,10 +87,16 @@ def cached_steps(src, dst, attrs_structure, stream_min_bytes):
     return plan_steps(src, dst, attrs_structure, stream_min_bytes)
 
 
-@lru_cache(maxsize=512)
 def cached_plan(src, dst, threads=None, attrs=None, stream_min_bytes=STREAM_MIN_BYTES):
     """A cached Plan. `attrs` (reorder.core.attrs.Attrs: scales by value, zero points, sum,
-    compensation) is part of the key; a change of dtype alone needs none."""
+    compensation) is part of the key; a change of dtype alone needs none. The key is the
+    five values in this order however the call spells them, so `plan()` and `reorder()`
+    asking for the same pair share one Plan."""
+    return _plan(src, dst, threads, attrs, stream_min_bytes)
+
+
+@lru_cache(maxsize=512, typed=True)      # typed: True is not a threshold of 1
+def _plan(src, dst, threads, attrs, stream_min_bytes):
     if src.dims != dst.dims:
         raise ReorderError(f"src dims {_fmt(src.dims)} and dst dims {_fmt(dst.dims)} differ; a "
                            f"reorder keeps the logical shape")
@@ -108,9 +114,13 @@ def cached_plan(src, dst, threads=None, attrs=None, stream_min_bytes=STREAM_MIN_
     return Plan(src, dst, threads, attrs, stream_min_bytes, steps=steps)
 
 
+cached_plan.cache_info = _plan.cache_info
+cached_plan.cache_clear = _plan.cache_clear
+
+
 def clear():
     """Empty every plan cache: the plans, the planner's steps and the front ends' tables."""
-    cached_plan.cache_clear()
+    _plan.cache_clear()
     cached_steps.cache_clear()
     for table in _CALLS:
         table.clear()

@@ -30,6 +30,7 @@ from ..core.errors import ReorderError
 from ..plan.cache import cached_plan
 from ..kernels.base import PARALLEL_MIN_BYTES, STREAM_MIN_BYTES, stream_threads
 from ..kernels.threads import resolve
+from .results import QuantizedLowBit
 
 __all__ = ["is_lowbit", "packed_nbytes", "Quant", "reorder_lowbit", "quantize_lowbit",
            "QuantizedLowBit"]
@@ -644,27 +645,6 @@ def _move_codes(x, sdesc, ddesc, packed_src, packed, out, threads):
 
 # ---------------------------------------------------------------------------------------------
 # quantize(): scales and zero points computed per group
-
-class QuantizedLowBit:
-    """The result of a low-bit `quantize()`.
-
-    data         packed uint8 buffer (s4/u4, oneDNN's nibble order) or the f8 / int4 array
-    scales       f32 (or bf16/f16) dequantization scales, shape (..., K // group_size, N):
-                 w ~= scales * (q - zero_points)
-    zero_points  int8 / uint8 (s4, u4 values) or int32, same shape, or None (symmetric)
-    desc         the destination Desc; group_size; scale_mask (all dims); groups (G, 1)
-    """
-    __slots__ = ("data", "scales", "zero_points", "desc", "group_size", "scale_mask", "groups")
-
-    def __init__(self, data, scales, zero_points, desc, group_size, scale_mask, groups):
-        self.data, self.scales, self.zero_points, self.desc = data, scales, zero_points, desc
-        self.group_size, self.scale_mask, self.groups = group_size, scale_mask, groups
-
-    def __repr__(self):
-        zp = "no zero points" if self.zero_points is None else "zero points"
-        return (f"QuantizedLowBit({self.desc!r}, groups of {self.group_size} along dim "
-                f"{'abcdefghijkl'[self.desc.ndim - 2]}, scales {_fmt(self.scales.shape)}, {zp})")
-
 
 def group_scales(f, dims, dtype, group_size, symmetric, scale_dtype):
     """Per-group scales and zero points from logical f32 data (…, K, N): groups of

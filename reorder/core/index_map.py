@@ -425,10 +425,11 @@ class IndexMap:
             for k, d in terms:
                 digits[d[0]].append((d, o))
         for v, ds in digits.items():
-            n = names[v]
             if not ds:
-                raise ReorderError(f"index {n} does not appear in {self!r}; the map is not "
-                                   f"injective")
+                raise ReorderError(f"index {names[v]} does not appear in {self!r}; the map is "
+                                   f"not injective")
+        for v, ds in digits.items():
+            n = names[v]
             ds.sort(key=lambda t: (t[0][1], t[0][2] is None))
             w = 1
             for k, ((_, dw, de), o) in enumerate(ds):
@@ -437,6 +438,11 @@ class IndexMap:
                     raise ReorderError(f"`{text}` repeats digits of {n} that "
                                        f"`{_digit_text(names, ds[k - 1][0])}` already uses; the "
                                        f"map is not injective")
+                if dw > w and k:
+                    prev = _digit_text(names, ds[k - 1][0])
+                    raise ReorderError(f"`{text}` does not follow `{prev}`, whose digits end at "
+                                       f"weight {w}: the map loses part of {n} and is not "
+                                       f"injective")
                 if dw > w:
                     missing = _digit_text(names, (v, w, dw // w if dw % w == 0 else None))
                     raise ReorderError(f"`{text}` without `{missing}`: the map loses part of {n} "
@@ -473,6 +479,10 @@ class IndexMap:
         for k in reversed(self.axis_separators):
             parts.insert(k, "AXIS_SEPARATOR")
         return f"lambda {', '.join(self.initial_indices)}: [{', '.join(parts)}]"
+
+    def without_separators(self) -> IndexMap:
+        """The same map with every output axis its own physical axis."""
+        return IndexMap(self.initial_indices, self.final_indices)
 
     @property
     def ndim(self) -> int:

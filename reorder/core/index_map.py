@@ -337,20 +337,18 @@ class IndexMap:
         if not callable(fn):
             raise TypeError(f"an index map is a function of the indices, got "
                             f"{type(fn).__name__}")
-        try:
-            params = inspect.signature(fn).parameters.values()
-        except (TypeError, ValueError):
-            raise TypeError(f"cannot read the parameters of {fn!r}") from None
-        names, kw, star = [], [], False
-        for p in params:
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-                names.append(p.name)
-            elif p.kind == p.KEYWORD_ONLY:
-                kw.append(p.name)
-            elif p.kind == p.VAR_POSITIONAL:
-                star = True
-            else:
-                raise ReorderError(f"an index map function cannot take **{p.name}")
+        names, kw, star = _code_params(fn)
+        if names is None:           # a builtin, a partial, a callable object: the slow way
+            names, kw, star = [], [], False
+            for p in _signature(fn):
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                    names.append(p.name)
+                elif p.kind == p.KEYWORD_ONLY:
+                    kw.append(p.name)
+                elif p.kind == p.VAR_POSITIONAL:
+                    star = True
+                else:
+                    raise ReorderError(f"an index map function cannot take **{p.name}")
         if star:
             if ndim is None:
                 raise ReorderError("a *args index map function needs ndim= (the number of "
@@ -379,15 +377,16 @@ class IndexMap:
 
     @classmethod
     def _from_result(cls, names, result):
-        text = "[" + ", ".join(repr(r) for r in result) + "]"
+        def text():
+            return "[" + ", ".join(repr(r) for r in result) + "]"
         finals, seps = [], []
         for k, r in enumerate(result):
             if r is AXIS_SEPARATOR:
                 if k == 0 or k == len(result) - 1:
                     raise ReorderError(f"AXIS_SEPARATOR at the {'start' if k == 0 else 'end'} "
-                                       f"of {text}; a separator goes between output axes")
+                                       f"of {text()}; a separator goes between output axes")
                 if result[k - 1] is AXIS_SEPARATOR:
-                    raise ReorderError(f"AXIS_SEPARATOR twice in a row in {text}; each physical "
+                    raise ReorderError(f"AXIS_SEPARATOR twice in a row in {text()}; each physical "
                                        f"axis needs at least one output axis")
                 seps.append(len(finals))
                 continue
@@ -396,7 +395,7 @@ class IndexMap:
                 continue
             v = _int(r)
             if v is None:
-                raise TypeError(f"output {len(finals)} of {text} is a {type(r).__name__}, not "
+                raise TypeError(f"output {len(finals)} of {text()} is a {type(r).__name__}, not "
                                 f"an index expression")
             finals.append(_const(v))
         if not finals:
@@ -633,6 +632,29 @@ class IndexMap:
         """The inverse map over the output indices; its `.padding` (a Padding, false for a
         bijective map) says which outputs no input reaches."""
         return self.non_surjective_inverse(shape)[0]
+
+
+_VARARGS, _VARKW = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
+
+
+def _code_params(fn):
+    """(positional names, keyword-only names, *args?) read from a plain function's code, or
+    (None, None, None) for other callables (inspect.signature reads those, more slowly)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or not inspect.isfunction(fn):
+        return None, None, None
+    if code.co_flags & _VARKW:
+        raise ReorderError("an index map function cannot take **kwargs")
+    n, k = code.co_argcount, code.co_kwonlyargcount
+    names = list(code.co_varnames[:n + k])
+    return names[:n], names[n:], bool(code.co_flags & _VARARGS)
+
+
+def _signature(fn):
+    try:
+        return list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        raise TypeError(f"cannot read the parameters of {fn!r}") from None
 
 
 def _flatten(shape, seps):

@@ -2,6 +2,8 @@
 the user's own lambda on index arrays and scatters, and TVM itself (`tvm.tirx.IndexMap`)."""
 import itertools
 import os
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -336,3 +338,10 @@ def test_against_tvm(name, fn, shape, out_shape, dtype):
             assert bool(int(pmap.map_indices(list(out))[0])) == padding(out), out
             if not padding(out):
                 assert _ints(tinv.map_indices(list(out))) == our_inv.map_indices(out)
+
+
+def test_docs_page_examples_run():
+    page = Path(__file__).resolve().parent.parent / "docs" / "how-to" / "index-maps.md"
+    names = {}                  # the page's blocks run in order, as one session
+    for block in re.findall(r"```python\n(.*?)```", page.read_text(), re.S):
+        exec(compile(block, str(page), "exec"), names)

@@ -345,3 +345,70 @@ def test_docs_page_examples_run():
     names = {}                  # the page's blocks run in order, as one session
     for block in re.findall(r"```python\n(.*?)```", page.read_text(), re.S):
         exec(compile(block, str(page), "exec"), names)
+
+
+# ---------------------------------------------------------------------------------------------
+# images: an index map with one separator and 4 lanes last describes an RGBA image
+
+# MACE's image kinds spelled as maps over their logical dims (n, c, h, w / o, i, h, w / m, i, h, w)
+IMAGE_MAPS = [
+    ("channel", lambda n, c, h, w: [n, h, SEP, c // 4, w, c % 4]),
+    ("height", lambda n, c, h, w: [n, h // 4, SEP, c, w, h % 4]),
+    ("width", lambda n, c, h, w: [n, h, SEP, c, w // 4, w % 4]),
+    ("conv2d_filter", lambda o, i, h, w: [o // 4, h, w, SEP, i, o % 4]),
+    ("dw_conv2d_filter", lambda m, i, h, w: [m, i // 4, SEP, h, w, i % 4]),
+    ("weight_height", lambda o, i, h, w: [o // 4, SEP, h, w, i, o % 4]),
+    ("weight_width", lambda o, i, h, w: [o, SEP, h, w, i // 4, i % 4]),
+]
+
+
+def image_reference(x, fn):
+    """(height, width, 4) image from the lambda: rows and columns are the two separator
+    groups flattened, lanes the last output."""
+    m = IndexMap.from_func(fn)
+    out = tuple(m.map_shape(x.shape))
+    flat = reference(x, fn, out, 0)
+    return flat.reshape(flat.shape[0], flat.shape[1] // 4, 4)
+
+
+@pytest.mark.parametrize("kind,fn", IMAGE_MAPS, ids=[k for k, _ in IMAGE_MAPS])
+@pytest.mark.parametrize("shape", [(2, 10, 5, 7), (1, 3, 1, 1), (1, 17, 3, 9)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_image_map_is_the_mace_kind(kind, fn, shape, dtype):
+    from reorder import opencl as rocl
+    if kind == "dw_conv2d_filter":
+        shape = (1,) + shape[1:]            # multiplier 1 only
+    x = source(shape, dtype, "contiguous")
+    want = rocl.to_image_array(x, kind)
+    got = rocl.to_image_array(x, fn)
+    assert got.shape == want.shape == image_reference(x, fn).shape
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+    np.testing.assert_array_equal(got.view(np.uint16), image_reference(x, fn).view(np.uint16))
+    assert rocl.image_shape(kind, shape) == (got.shape[1], got.shape[0])
+    np.testing.assert_array_equal(rocl.from_image_array(got, fn, shape), x)
+
+
+def test_rfc_texture_map_is_tvm_texture_not_mace():
+    """The RFC's texture [n, c // 4, h | w, c % 4] is TVM's nChw4c texture (rows n, c // 4, h;
+    columns w): the nChw4c array, flattened. No MACE kind has that order (MACE's channel-major
+    puts the channel blocks across the columns)."""
+    from reorder import opencl as rocl
+    rfc = lambda n, c, h, w: [n, c // 4, h, SEP, w, c % 4]        # noqa: E731
+    x = source((2, 10, 5, 7), np.float32, "contiguous")
+    got = rocl.to_image_array(x, rfc)
+    assert got.shape == (2 * 3 * 5, 7, 4)
+    np.testing.assert_array_equal(got.reshape(-1), ro.reorder(x, "nchw", "nChw4c").reshape(-1))
+    np.testing.assert_array_equal(got, image_reference(x, rfc))
+    assert not np.array_equal(got.shape, rocl.to_image_array(x, "channel").shape)
+    np.testing.assert_array_equal(rocl.from_image_array(got, rfc, x.shape), x)
+
+
+def test_bad_image_maps():
+    from reorder import opencl as rocl
+    x = np.zeros((1, 8, 2, 2), np.float32)
+    with pytest.raises(ReorderError, match="one AXIS_SEPARATOR"):
+        rocl.to_image_array(x, lambda n, c, h, w: [n, c // 4, h, w, c % 4])
+    with pytest.raises(ReorderError, match="4 RGBA lanes"):
+        rocl.to_image_array(x, lambda n, c, h, w: [n, c // 8, h, SEP, w, c % 8])
+    with pytest.raises(ReorderError, match="layout= does not apply"):
+        rocl.to_image_array(x, IMAGE_MAPS[0][1], layout="nhwc")

@@ -432,6 +432,9 @@ class IndexMap:
             ds.sort(key=lambda t: (t[0][1], t[0][2] is None))
             w = 1
             for k, ((_, dw, de), o) in enumerate(ds):
+                if dw == w and (de is not None or k == len(ds) - 1):
+                    w = None if de is None else dw * de     # the common case: it tiles
+                    continue
                 text = _digit_text(names, (v, dw, de))
                 if dw < w:
                     raise ReorderError(f"`{text}` repeats digits of {n} that "

@@ -22,10 +22,11 @@ __all__ = ["transform_layout"]
 
 class _Prepared:
     """What every call with one (map, shape, strides, dtype) shares."""
-    __slots__ = ("plan", "out_shape", "result_shape", "slabs")
+    __slots__ = ("plan", "out_shape", "result_shape", "slabs", "physical")
 
     def __init__(self, plan, out_shape, result_shape, slabs):
         self.plan, self.out_shape, self.result_shape, self.slabs = plan, out_shape, result_shape, slabs
+        self.physical = plan.dst.physical_shape
 
 
 def _pad_slabs(desc):
@@ -113,11 +114,12 @@ def transform_layout(x, index_map, pad_value=0, *, out=None, threads=None):
     (dim, block) layout that is the plan of the equivalent tag.
     """
     m = as_index_map(index_map)
-    arr = as_array(x)
+    arr = x if type(x) is np.ndarray else as_array(x)      # the dtype is checked by Desc.of
     if arr.ndim != m.ndim:
         raise ReorderError(f"{m!r} takes {m.ndim} indices but the array has {arr.ndim} axes "
                            f"(shape {_fmt(arr.shape)})")
-    pad = _pad_scalar(pad_value, arr.dtype)
+    # 0 fits every dtype and is what the kernel writes: nothing to check or fill
+    pad = None if type(pad_value) is int and pad_value == 0 else _pad_scalar(pad_value, arr.dtype)
     key = (m, arr.shape, arr.strides, arr.dtype)
     prep = TRANSFORM_CALLS.get(key)
     if prep is None:
@@ -138,12 +140,12 @@ def transform_layout(x, index_map, pad_value=0, *, out=None, threads=None):
         if res.size:
             if not res.flags.writeable:
                 raise ReorderError("out is read-only")
-            res[...] = pad
+            res[...] = 0 if pad is None else pad
         return res
-    phys = None if out is None else out.reshape(p.dst.physical_shape)
+    phys = None if out is None else out.reshape(prep.physical)
     phys = p(arr, out=phys, threads=threads)
     # the kernel wrote zero bytes there; any other bit pattern (-0.0 included) is written now
-    if prep.slabs and np.asarray(pad).reshape(1).view(np.uint8).any():
+    if prep.slabs and pad is not None and np.asarray(pad).reshape(1).view(np.uint8).any():
         for s in prep.slabs:
             phys[s] = pad
     return phys.reshape(prep.result_shape) if out is None else out

@@ -858,3 +858,16 @@ def test_real_driver_that_cannot_build(cl):
     assert out.returncode == 0, out.stderr[-2000:]
     # "Invalid build option: -mcpu=generic", or on a CPU PoCL's LLVM does not know, that
     assert "cannot build reorder's packing kernels: " in out.stdout
+
+
+def test_device_image_from_index_map(queue):
+    # an index map with one separator and 4 lanes last is an image description: the same image
+    # as the MACE kind it spells, uploaded and read back
+    sep = reorder.AXIS_SEPARATOR
+    channel = lambda n, c, h, w: [n, h, sep, c // 4, w, c % 4]      # noqa: E731
+    x = np.arange(2 * 10 * 5 * 7, dtype=np.float32).reshape(2, 10, 5, 7)
+    img = rocl.to_image(queue, x, channel)
+    want = rocl.to_image(queue, x, "channel")
+    a = rocl.from_image(queue, img, channel, x.shape)
+    np.testing.assert_array_equal(a, x)
+    np.testing.assert_array_equal(rocl.from_image(queue, want, "channel", x.shape), a)

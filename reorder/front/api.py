@@ -14,6 +14,7 @@ from . import interop
 from ..quant import lowbit
 from ..quant.results import Quantized
 from ..core.errors import ReorderError
+from ..core.index_map import IndexMap, as_index_map
 from ..plan.cache import (QUANTIZE_CALLS, REORDER_CALLS, REORDER_CALLS_WITH_ATTRS,
                           cached_plan)
 
@@ -62,6 +63,10 @@ def _src_desc(x, src, dims, src_dtype):
 
 
 def _dst_desc(src_desc, dst, dtype=None):
+    if isinstance(dst, IndexMap) or (callable(dst) and not isinstance(dst, (str, Desc))):
+        # an index map over the source's logical dims (traced anew each call)
+        return as_index_map(dst).desc(src_desc.dims, src_desc.dtype if dtype is None
+                                      else as_dtype(dtype))
     if isinstance(dst, Desc):
         check_dst(dst)          # here, so the message shows the caller's own Desc
         if dst.dims != src_desc.dims:
@@ -357,7 +362,8 @@ def plan(src, dst, *, dims=None, src_dtype=None, threads=None, dtype=None, src_s
          dst_zero_point=None, sum_beta=None):
     """A cached `Plan` from `src` to `dst` (Descs, or tags with `dims=` and `src_dtype=`, which
     defaults to f32). With a source Desc, `dims=` and `src_dtype=` may be given but must agree
-    with it, as in reorder(). Apply the plan as `plan(x, out=None)`; `plan.explain()` says what
+    with it, as in reorder(). `dst` may also be an IndexMap (or a function of the indices):
+    its Desc over src's logical dims. Apply the plan as `plan(x, out=None)`; `plan.explain()` says what
     it will do. `dtype=` and the scale / zero-point / sum keywords are those of reorder();
     scales are part of the cache key by value."""
     if isinstance(src, Desc):

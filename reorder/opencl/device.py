@@ -11,7 +11,7 @@ import numpy as np
 from ..front.api import reorder
 from ..core.desc import Desc
 from ..core.errors import ReorderError
-from .host import _as_numpy, _dtype_name, _invertible, _pack, _source, from_image_array
+from .host import _as_numpy, _dtype_name, _invertible, _map_dims, _pack, _source, from_image_array
 from .kinds import _check_dims, _fmt, _geometry, _kind
 from .winograd import _winograd_source
 
@@ -123,12 +123,12 @@ def to_image(ctx_or_queue, x, kind, *, dtype=np.float32, layout=None, dims=None,
     before anything is allocated.
     """
     cl = _cl()
-    k = _kind(kind, engine)
+    arr = _as_numpy(x)
+    k = _kind(kind, engine, _map_dims(kind, arr, layout, dims))
     dt = _image_dtype(dtype)
     if pack not in ("auto", "host", "device"):
         raise ReorderError(f"pack must be 'auto', 'host' or 'device', got {pack!r}")
     ctx, queue, devices = _context_queue(cl, ctx_or_queue)
-    arr = _as_numpy(x)
     src, arr = _source(arr, k, layout, dims)
     width, height, _ = _geometry(k, src.dims)
     nbytes = width * height * 4 * dt.itemsize
@@ -182,7 +182,7 @@ def from_image(queue, image, kind, dims, *, layout=None, dtype=None, out=None, e
     `layout`. The result has the image's dtype (float16 for a HALF_FLOAT image). For the
     nc4hw4 kind `image` is the Buffer and `dtype` its element type (default float32)."""
     cl = _cl()
-    k = _kind(kind, engine)
+    k = _kind(kind, engine, dims)
     _invertible(k)
     dims = _check_dims(k, dims)
     ctx, q, _ = _context_queue(cl, queue)

@@ -7,7 +7,7 @@ from ..core.desc import Desc
 from ..core.dtypes import dtype_of_numpy
 from ..core.errors import ReorderError
 from ..core.tags import parse_tag
-from .kinds import _check_dims, _fmt, _geometry, _kind
+from .kinds import _check_dims, _fmt, _geometry, _is_map, _kind
 from .winograd import winograd_transform
 
 # Source layouts that only the image engines name.
@@ -83,6 +83,10 @@ def _out_view(out, shape, dtype, phys):
 def to_image_array(x, kind, *, layout=None, dims=None, out=None, engine="mace", threads=None):
     """Pack `x` into the C-contiguous host array (height, width, 4) of an image of `kind`.
 
+    kind    an image kind ("channel", "conv2d_filter", ...), or an index map (IndexMap or
+            function) with one AXIS_SEPARATOR between rows and columns and a 4-lane block last,
+            `lambda n, c, h, w: [n, h, AXIS_SEPARATOR, c // 4, w, c % 4]` (= "channel"); x's
+            axes are then the map's indices.
     x       the tensor, in `layout` (default: nchw for activations, oihw for filters, abcd =
             mihw for depthwise, a 1-D array for an argument). Any layout the library knows
             works (nhwc, nChw4c, nc4hw4, OIhw16i16o, TVM strings...); a blocked source is its
@@ -95,9 +99,20 @@ def to_image_array(x, kind, *, layout=None, dims=None, out=None, engine="mace", 
     `a[y, x, lane]` is lane `lane` of pixel (x, y). Padding lanes are exactly zero. The result
     keeps x's dtype, except Winograd filters, which are computed in float32.
     """
-    k = _kind(kind, engine)
-    src, arr = _source(_as_numpy(x), k, layout, dims)
+    x = _as_numpy(x)
+    k = _kind(kind, engine, _map_dims(kind, x, layout, dims))
+    src, arr = _source(x, k, layout, dims)
     return _pack(k, src, arr, out, threads)
+
+
+def _map_dims(kind, x, layout, dims):
+    """For an index-map kind: the tensor's dims, which are x's axes (the map's indices)."""
+    if not _is_map(kind):
+        return None
+    if layout is not None:
+        raise ReorderError("with an index map, x's axes are the map's indices; layout= does "
+                           "not apply")
+    return x.shape if dims is None else dims
 
 
 def _pack(k, src, arr, out=None, threads=None):
@@ -123,7 +138,7 @@ def from_image_array(a, kind, dims, *, layout=None, out=None, engine="mace", thr
     """Invert `to_image_array`: the tensor of logical `dims` in `layout` (the kind's default
     layout unless given) from its (height, width, 4) image array. Padding lanes are ignored.
     Winograd filter images have no inverse."""
-    k = _kind(kind, engine)
+    k = _kind(kind, engine, dims)
     _invertible(k)
     dims = _check_dims(k, dims)
     width, height, phys = _geometry(k, dims)

@@ -1,6 +1,7 @@
 """The image catalogue: every kind of image (or packed buffer) MACE and MNN make, by name, and
 its geometry (the image's width and height for a tensor's logical dims)."""
 import math
+import operator
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -8,6 +9,7 @@ import numpy as np
 
 from ..core.desc import Desc
 from ..core.errors import ReorderError
+from ..core.index_map import IndexMap, as_index_map
 
 
 class Kind(NamedTuple):
@@ -61,7 +63,41 @@ _ALIASES = {"in_out_channel": "channel", "in_out_height": "height", "in_out_widt
             "nc4hw4_buffer": "nc4hw4"}
 
 
-def _kind(kind, engine="mace"):
+def _is_map(kind):
+    return isinstance(kind, IndexMap) or (callable(kind) and not isinstance(kind, (str, Kind)))
+
+
+def _map_kind(index_map, dims):
+    """The image an index map describes, for logical `dims`: one AXIS_SEPARATOR between the
+    rows and the columns, the last output a 4-lane block (RGBA). The map's indices are the
+    tensor's axes, so its source layout is plain (abcd)."""
+    m = as_index_map(index_map)
+    if len(m.axis_separators) != 1:
+        raise ReorderError(f"an image map has one AXIS_SEPARATOR, between rows and columns; "
+                           f"{m!r} has {len(m.axis_separators)}")
+    try:
+        dims = tuple(operator.index(d) for d in dims)
+    except TypeError:
+        raise TypeError(f"dims must be a sequence of integers, got {dims!r}") from None
+    lay = m.layout(dims)
+    desc = m.desc(dims)
+    last = lay.groups[-1]
+    if len(last) != 1 or desc.axes[last[0]].block != 4:
+        raise ReorderError(f"the last output of an image map is its 4 RGBA lanes, a block of 4 "
+                           f"such as `c % 4`; {m!r} ends with `{m.final_indices[-1]}`")
+    if desc.tag is None:
+        raise ReorderError(f"{m!r} orders the blocks of an index against their weights; an image "
+                           f"map needs a layout a tag can spell")
+    split = sum(len(g) for g in lay.groups[:m.axis_separators[0]])
+    return Kind("index map", repr(m), tuple(m.initial_indices), desc.tag.abc, split,
+                "abcdefghijkl"[:len(dims)], engines=ENGINES)
+
+
+def _kind(kind, engine="mace", dims=None):
+    if _is_map(kind):
+        if dims is None:
+            raise ReorderError("an image described by an index map needs the tensor's dims")
+        return _map_kind(kind, dims)
     if engine not in ENGINES:
         raise ReorderError(f"engine must be one of {', '.join(map(repr, ENGINES))}, got {engine!r}")
     if isinstance(kind, Kind):

@@ -6,7 +6,7 @@
   structure (their values are handed to the runner at each call).
 - `CallCache` tables for the front ends, from a call's signature to what calls with that
   signature share, so a repeated call skips building descriptors: `REORDER_CALLS`,
-  `REORDER_CALLS_WITH_ATTRS`, `QUANTIZE_CALLS`, `REARRANGE_CALLS`.
+  `REORDER_CALLS_WITH_ATTRS`, `QUANTIZE_CALLS`, `REARRANGE_CALLS`, `TRANSFORM_CALLS`.
 
 `clear()` empties all of them (a test that changes a planner constant needs that).
 """
@@ -21,7 +21,7 @@ from .planner import plan_steps
 from .plans import Plan
 
 __all__ = ["CallCache", "cached_plan", "cached_steps", "clear", "REORDER_CALLS",
-           "REORDER_CALLS_WITH_ATTRS", "QUANTIZE_CALLS", "REARRANGE_CALLS"]
+           "REORDER_CALLS_WITH_ATTRS", "QUANTIZE_CALLS", "REARRANGE_CALLS", "TRANSFORM_CALLS"]
 
 
 class CallCache:
@@ -77,7 +77,9 @@ REORDER_CALLS = CallCache("reorder() calls with tags and no attributes", 256)
 REORDER_CALLS_WITH_ATTRS = CallCache("reorder() calls with attributes (by their structure)", 256)
 QUANTIZE_CALLS = CallCache("quantize() calls", 128)
 REARRANGE_CALLS = CallCache("rearrange() patterns on an input's shape and strides", 256)
-_CALLS = (REORDER_CALLS, REORDER_CALLS_WITH_ATTRS, QUANTIZE_CALLS, REARRANGE_CALLS)
+# keyed by the traced map's value (never the function), so a changed closure misses
+TRANSFORM_CALLS = CallCache("transform_layout() maps on an input's shape and strides", 256)
+_CALLS = (REORDER_CALLS, REORDER_CALLS_WITH_ATTRS, QUANTIZE_CALLS, REARRANGE_CALLS, TRANSFORM_CALLS)
 
 
 @lru_cache(maxsize=512)

@@ -5,6 +5,7 @@ plain layouts, sizes not divisible by the block, size-1 and size-0 dims, 1-D to 
 oneDNN refuses, reorder refuses too and names the dim, except for the two documented
 differences. Reading a view through reorder() is checked against numpy on the logical tensor."""
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ import reorder
 from reorder import Desc, ReorderError
 from reorder.models import onednn_runtime as R
 
-from onednn_descs import INVALID_ARGUMENTS, UNIMPLEMENTED, Onednn, Refused
+from onednn_descs import INVALID_ARGUMENTS, TAG_VALUES, UNIMPLEMENTED, Onednn, Refused
 
 LIB = R.library()
 needs_lib = pytest.mark.skipif(LIB is None, reason="oneDNN not installed (pip install "
@@ -392,3 +393,101 @@ def test_views_say_what_they_are():
     again = pickle.loads(pickle.dumps(half))
     assert again == half and again.region == half.region and repr(again) == r
     assert half != Desc((2, 16, 5, 7), "f32", "nChw16c")      # offset0 is part of identity
+
+
+# ---------------------------------------------------------------------- random sweeps
+
+def _rank(tag):
+    return len([ch for n, ch in re.findall(r"(\d*)([a-lA-L])", tag) if not n])
+
+
+@needs_lib
+def test_random_reshapes_agree_with_onednn(dnnl):
+    """Random splits, merges and size-1 insertions of every tag the helper knows: where oneDNN
+    accepts, reorder gives the same offsets and padded dims; reorder accepts more only for
+    blocked layouts (whole-block splits and merges); every accepted view reads the logical
+    elements in row-major order."""
+    rng = np.random.default_rng(48)
+    seen = {}
+    for _ in range(400):
+        tag = str(rng.choice(sorted(TAG_VALUES)))
+        dims = [int(rng.choice([1, 1, 2, 3, 4, 8, 16, 20, 32])) for _ in range(_rank(tag))]
+        if np.prod(dims) > 4000:
+            continue
+        parts = []
+        for n in dims:
+            if n > 1 and rng.random() < 0.3:
+                f = int(rng.choice([k for k in range(1, n + 1) if n % k == 0]))
+                parts += [f, n // f]
+            else:
+                parts.append(n)
+        new, i = [], 0
+        while i < len(parts):
+            take = 2 if i + 1 < len(parts) and rng.random() < 0.3 else 1
+            new.append(int(np.prod(parts[i:i + take])))
+            i += take
+        if rng.random() < 0.2:
+            new.insert(int(rng.integers(len(new) + 1)), 1)
+        d, md = make(dnnl, dims, tag)
+        try:
+            r = d.reshape(new)
+        except ReorderError:
+            r = None
+        try:
+            rmd = dnnl.reshape(md, new)
+        except Refused:
+            rmd = None
+        seen[r is not None, rmd is not None] = seen.get((r is not None, rmd is not None), 0) + 1
+        case = (tag, dims, new)
+        assert not (rmd is not None and r is None), case
+        if r is not None:
+            assert np.array_equal(desc_offsets(r), dnnl.offsets(md).reshape(new)), case
+        if rmd is not None:
+            assert np.array_equal(desc_offsets(r), dnnl.offsets(rmd)), case
+            assert list(r.padded_dims) == dnnl.read(rmd)["padded_dims"], case
+        elif r is not None:
+            assert d.is_blocked, case
+        dnnl.close()
+    assert seen.get((True, True), 0) > 100 and seen.get((False, False), 0) > 30
+
+
+@needs_lib
+def test_random_submemories_agree_with_onednn(dnnl):
+    """Random regions (block-aligned or not, inside or past the parent): same offsets,
+    offset0 and padded dims where both accept; reorder refuses only what oneDNN refuses, plus
+    the regions that stop inside a block before the parent's end."""
+    rng = np.random.default_rng(3)
+    seen = {}
+    for _ in range(400):
+        tag = str(rng.choice(sorted(TAG_VALUES)))
+        dims = [int(rng.choice([1, 2, 3, 8, 16, 20, 32])) for _ in range(_rank(tag))]
+        if np.prod(dims) > 5000:
+            continue
+        offs = [int(rng.choice([0, 0, rng.integers(n + 1), rng.integers(n + 1) // 8 * 8,
+                                16 if n > 16 else 0])) for n in dims]
+        sub = [int(rng.integers(n - o + 1)) if rng.random() < 0.8 else n - o
+               for n, o in zip(dims, offs)]
+        if rng.random() < 0.05:
+            sub[0] += 1
+        d, md = make(dnnl, dims, tag)
+        try:
+            s, why = d.submemory(sub, offs), ""
+        except ReorderError as e:
+            s, why = None, str(e)
+        try:
+            smd = dnnl.submemory(md, sub, offs)
+        except Refused:
+            smd = None
+        seen[s is not None, smd is not None] = seen.get((s is not None, smd is not None), 0) + 1
+        case = (tag, dims, sub, offs)
+        assert not (s is not None and smd is None), case
+        if smd is not None and s is None:
+            assert "inside a block" in why, case
+        if s is not None:
+            region = tuple(slice(o, o + n) for o, n in zip(offs, sub))
+            assert np.array_equal(desc_offsets(s), dnnl.offsets(md)[region]), case
+            info = dnnl.read(smd)
+            assert np.array_equal(desc_offsets(s), dnnl.offsets(smd)), case
+            assert s.offset0 == info["offset0"] and list(s.padded_dims) == info["padded_dims"]
+        dnnl.close()
+    assert seen.get((True, True), 0) > 100 and seen.get((False, False), 0) > 30

@@ -332,7 +332,7 @@ class Desc:
         pdims = self.padded_dims
         outer = {a.dim: k for k, a in enumerate(self.axes) if a.block == 0}
         # replace[k]: the axes that take the place of input axis k; before[k]: new size-1
-        # axes inserted in front of it (k == len(axes): after the last outer axis)
+        # dims inserted in front of it (key None: after the last outer axis)
         replace = {k: [] for k in range(len(self.axes))}
         before = {}
         ie, oe = len(old), len(new)

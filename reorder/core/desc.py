@@ -11,6 +11,7 @@ A dim blocked by 4 then 16 (`OIhw4i16o4i`, dim i) has three axes: outer (weight 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 from typing import Any, NamedTuple, Optional, Sequence, Union
@@ -60,12 +61,13 @@ class Desc:
     whatever the tag's memory order.
     """
 
-    __slots__ = ("dims", "dtype", "axes", "offset0", "tag", "_key")
+    __slots__ = ("dims", "dtype", "axes", "offset0", "tag", "region", "_key")
     dims: tuple[int, ...]
     dtype: DType
     axes: tuple[Axis, ...]
     offset0: int
     tag: Optional[Tag]
+    region: Optional[tuple[int, ...]]     # offsets into the parent, for a sub-memory
 
     def __init__(self, dims: Sequence[int], dtype: Union[str, DType, np.dtype, type] = "f32",
                  tag: Union[str, Tag, None] = None, *, strides: Optional[Sequence[int]] = None,
@@ -96,16 +98,18 @@ class Desc:
             axes = _dense_axes(dims, tag_obj)
         self._init(dims, dtype, axes, offset0, tag_obj)
 
-    def _init(self, dims, dtype, axes, offset0, tag):
+    def _init(self, dims, dtype, axes, offset0, tag, region=None):
+        # the tag and the region say how the layout was spelled; the bytes (the key) do not
+        # depend on them
         for name, value in (("dims", dims), ("dtype", dtype), ("axes", axes),
-                            ("offset0", offset0), ("tag", tag)):
+                            ("offset0", offset0), ("tag", tag), ("region", region)):
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_key", (dims, dtype.name, axes, offset0))
 
     @classmethod
-    def _from_axes(cls, dims, dtype, axes, offset0=0, tag=None):
+    def _from_axes(cls, dims, dtype, axes, offset0=0, tag=None, region=None):
         self = object.__new__(cls)
-        self._init(tuple(dims), as_dtype(dtype), tuple(axes), offset0, tag)
+        self._init(tuple(dims), as_dtype(dtype), tuple(axes), offset0, tag, region)
         return self
 
     @classmethod
@@ -162,7 +166,8 @@ class Desc:
         return hash(self._key)
 
     def __reduce__(self):
-        return (Desc._from_axes, (self.dims, self.dtype.name, self.axes, self.offset0, self.tag))
+        return (Desc._from_axes, (self.dims, self.dtype.name, self.axes, self.offset0, self.tag,
+                                  self.region))
 
     # -- shape and padding --------------------------------------------------------------------
     @property
@@ -282,6 +287,228 @@ class Desc:
             off += (q if a.block == 0 else q % a.extent) * a.stride
         return off
 
+    # -- views of the same bytes (oneDNN's permute_axes, reshape, create_submemory) ----------
+    def permute_axes(self, perm: Sequence[int]) -> Desc:
+        """The same bytes with the logical dims renumbered, as `dnnl_memory_desc_permute_axes`:
+        logical dim i of this descriptor becomes dim perm[i] of the result, so
+        result.offset(j) == self.offset(i) when j[perm[k]] == i[k]. Swapping O and I
+        (perm (1, 0, 2, 3)) turns `OIhw16i16o` weights into `IOhw16o16i` ones for a
+        deconvolution without moving a byte."""
+        perm = _check_perm(perm, self.ndim)
+        dims = [0] * self.ndim
+        for d, p in enumerate(perm):
+            dims[p] = self.dims[d]
+        axes = tuple(a._replace(dim=perm[a.dim]) for a in self.axes)
+        region = None
+        if self.region is not None:
+            region = [0] * self.ndim
+            for d, p in enumerate(perm):
+                region[p] = self.region[d]
+            region = tuple(region)
+        return Desc._from_axes(dims, self.dtype, axes, self.offset0,
+                               self._tag_for(axes, self.ndim), region)
+
+    def reshape(self, dims: Sequence[int]) -> Desc:
+        """The same bytes seen with other logical dims, as `dnnl_memory_desc_reshape`.
+
+        Dims are grouped from the innermost (last) one outwards into the smallest groups of
+        equal element count. A group may add or drop a size-1 dim (not one padded by a block),
+        keep a dim, or split / merge dims; a merge needs the merged dims dense over each other
+        in row-major order (each outer stride = the next dim's size x its stride).
+
+        Blocked dims: unlike oneDNN (3.2 refuses any split or merge that touches a blocked dim),
+        a blocked dim may be split when whole blocks stay whole -- the innermost new dim is a
+        multiple of the dim's block and the dim is not padded -- so `OIhw16i16o` 64x32x3x3
+        reshapes to `gOIhw16i16o` 2x32x32x3x3; the inverse merge (a blocked dim innermost
+        in its group) is allowed too. A split that cuts a block, a merge in which a blocked
+        dim is not the innermost, and any split or merge of a padded dim are refused, naming
+        the dim."""
+        new = _check_dims(dims)
+        old = self.dims
+        where = f"reshape of {_fmt(old)} to {_fmt(new)}"
+        if math.prod(new) != math.prod(old):
+            raise ReorderError(f"{where}: {math.prod(old)} elements cannot become "
+                               f"{math.prod(new)}")
+        pdims = self.padded_dims
+        outer = {a.dim: k for k, a in enumerate(self.axes) if a.block == 0}
+        # replace[k]: the axes that take the place of input axis k; before[k]: new size-1
+        # dims inserted in front of it (key None: after the last outer axis)
+        replace = {k: [] for k in range(len(self.axes))}
+        before = {}
+        ie, oe = len(old), len(new)
+        while ie or oe:
+            if ie and old[ie - 1] == 1:
+                d = ie - 1
+                if pdims[d] == 1:                       # drop a size-1 dim
+                    ie -= 1
+                    continue
+                if not (oe and new[oe - 1] == 1):
+                    raise ReorderError(f"{where}: dim {d} has size 1 but is padded to "
+                                       f"{pdims[d]} by its block of {self.block_size(d)}, so "
+                                       f"it can only stay a size-1 dim; the new dims put "
+                                       f"{new[oe - 1] if oe else 'nothing'} there")
+                self._relabel(replace, d, oe - 1)
+                ie, oe = ie - 1, oe - 1
+                continue
+            if oe and new[oe - 1] == 1:                 # add a size-1 dim
+                before.setdefault(outer[ie] if ie < len(old) else None, []).append(oe - 1)
+                oe -= 1
+                continue
+            if not ie or not oe:
+                raise ReorderError(f"{where}: dims {_fmt(old[:ie])} and new dims "
+                                   f"{_fmt(new[:oe])} have no common grouping; a size-0 dim "
+                                   f"can only stay a size-0 dim")
+            ib, ob = ie - 1, oe - 1
+            iv, ov = old[ib], new[ob]
+            while iv != ov:
+                if iv < ov and ib > 0:
+                    ib -= 1
+                    iv *= old[ib]
+                elif ov < iv and ob > 0:
+                    ob -= 1
+                    ov *= new[ob]
+                else:
+                    break
+                if iv == 0 or ov == 0:
+                    break
+            if iv != ov or (iv == 0 and (ie - ib > 1 or oe - ob > 1)):
+                raise ReorderError(f"{where}: dims {ib}..{ie - 1} ({_fmt(old[ib:ie])}) and "
+                                   f"new dims {ob}..{oe - 1} ({_fmt(new[ob:oe])}) have no "
+                                   f"common grouping; a size-0 dim can only stay a size-0 dim")
+            if ie - ib == 1 and oe - ob == 1:
+                self._relabel(replace, ib, ob)
+            else:
+                self._regroup(replace, outer, ib, ie, new, ob, oe, where)
+            ie, oe = ib, ob
+        axes = []
+        last_outer = max(outer.values())
+        for k, a in enumerate(self.axes):
+            axes.extend(Axis(d, 0, 1, 1, None) for d in sorted(before.get(k, ())))
+            axes.extend(replace[k])
+            if k == last_outer:
+                axes.extend(Axis(d, 0, 1, 1, None) for d in sorted(before.get(None, ())))
+        # a new size-1 axis may have any stride; give it the one its tag would (the next
+        # axis' stride times its extent), so a reshaped tag layout equals the tag built directly
+        fixed = []
+        for a in reversed(axes):
+            if a.stride is None:
+                nxt = fixed[0] if fixed else None
+                a = a._replace(stride=nxt.stride * (nxt.extent or 1) if nxt else 1)
+            fixed.insert(0, a)
+        axes = tuple(fixed)
+        return Desc._from_axes(new, self.dtype, axes, self.offset0,
+                               self._tag_for(axes, len(new)))
+
+    def _relabel(self, replace, d, to):
+        for k, a in enumerate(self.axes):
+            if a.dim == d:
+                replace[k].append(a._replace(dim=to))
+
+    def _regroup(self, replace, outer, ib, ie, new, ob, oe, where):
+        """Split / merge input dims ib..ie-1 into new dims ob..oe-1 (a group of one size)."""
+        old = self.dims
+        group = f"dims {ib}..{ie - 1} ({_fmt(old[ib:ie])}) into {_fmt(new[ob:oe])}"
+        for d in range(ib, ie - 1):
+            if self.blocks(d):
+                raise ReorderError(f"{where}: dim {d} (size {old[d]}) is blocked by "
+                                   f"{self.block_size(d)} and is not the innermost dim of the "
+                                   f"merge of {group}; its blocks would not stay whole")
+        blk = self.block_size(ie - 1)
+        if blk > 1:
+            if self.padded_dims[ie - 1] != old[ie - 1]:
+                raise ReorderError(f"{where}: dim {ie - 1} (size {old[ie - 1]}) is padded to "
+                                   f"{self.padded_dims[ie - 1]} by its block of {blk}; a padded "
+                                   f"dim cannot be split or merged")
+            if new[oe - 1] % blk:
+                raise ReorderError(f"{where}: splitting dim {ie - 1} (size {old[ie - 1]}, "
+                                   f"blocked by {blk}) into {_fmt(new[ob:oe])} cuts its blocks: "
+                                   f"the innermost new dim {oe - 1} (size {new[oe - 1]}) is not a "
+                                   f"multiple of {blk}")
+        # the outer axes of the group, innermost first, must step through memory as one
+        # row-major run (size-1 axes step nowhere, so their strides are free)
+        base = None
+        span = 1
+        for d in range(ie - 1, ib - 1, -1):
+            a = self.axes[outer[d]]
+            if a.extent != 1:
+                if base is None:
+                    base = a.stride
+                elif a.stride != base * span:
+                    raise ReorderError(
+                        f"{where}: dims {ib}..{ie - 1} are not dense over each other (dim "
+                        f"{d} has stride {a.stride}, dense would be {base * span}), so "
+                        f"{group} is not a view of the same bytes")
+            span *= a.extent
+        if base is None:
+            base = self.axes[outer[ie - 1]].stride
+        sizes = list(new[ob:oe])
+        sizes[-1] //= blk
+        stride = base
+        made = []
+        for j in range(len(sizes) - 1, -1, -1):
+            made.append(Axis(ob + j, 0, blk if j == len(sizes) - 1 else 1, sizes[j], stride))
+            stride *= sizes[j]
+        made.reverse()
+        first = min(outer[d] for d in range(ib, ie))
+        replace[first].extend(made)
+        for k, a in enumerate(self.axes):
+            if a.block and a.dim == ie - 1:
+                replace[k].append(a._replace(dim=oe - 1))
+
+    def submemory(self, dims: Sequence[int], offsets: Sequence[int]) -> Desc:
+        """A region of this layout, as `dnnl_memory_desc_create_submemory`: logical size `dims`
+        starting at logical index `offsets`, with this descriptor's strides and blocks and
+        offset0 moved to the region's first element, so result.offset(i) ==
+        self.offset(i + offsets). Reading it takes the parent's whole buffer, flat:
+        `reorder(parent.reshape(-1), sub, "nchw")`.
+
+        Along a blocked dim the offset must be a multiple of the block, and the region must
+        end at a block boundary or at the parent's end: a region's padding (up to the next
+        block boundary) is zero-filled by whoever writes it, so it must be the parent's own
+        padding, not parent data. oneDNN also accepts a region shorter than one block that
+        stops inside a block (its padded dims then equal its dims); this library refuses it,
+        naming the dim."""
+        sizes = _check_region(dims, "dims", self.ndim)
+        starts = _check_region(offsets, "offsets", self.ndim)
+        for d, (n, o) in enumerate(zip(sizes, starts)):
+            if n < 0:
+                raise ReorderError(f"sub-memory dims {sizes}: dim {d} has a negative size {n}")
+            if o < 0:
+                raise ReorderError(f"sub-memory offsets {starts}: dim {d} has a negative offset "
+                                   f"{o}")
+            if o + n > self.dims[d]:
+                raise ReorderError(f"sub-memory of dim {d}: offset {o} + size {n} = {o + n} "
+                                   f"runs past the parent's size {self.dims[d]}")
+            blk = self.block_size(d)
+            if o % blk:
+                raise ReorderError(f"sub-memory offset {o} of dim {d} is not a multiple of the "
+                                   f"dim's block of {blk}")
+            if (o + n) % blk and o + n != self.dims[d]:
+                raise ReorderError(
+                    f"sub-memory of dim {d} ends at {o + n}, inside a block of {blk}, before the "
+                    f"parent's end ({self.dims[d]}): its padding up to "
+                    f"{-(-(o + n) // blk) * blk} would be the parent's data")
+        offset0 = self.offset0
+        axes = []
+        for a in self.axes:
+            if a.block == 0:
+                blk = self.block_size(a.dim)
+                offset0 += starts[a.dim] // blk * a.stride
+                a = a._replace(extent=-(-sizes[a.dim] // blk))
+            axes.append(a)
+        if offset0 < 0:
+            raise ReorderError(f"sub-memory at offsets {starts} starts {-offset0} elements "
+                               f"before the parent's element 0 (negative strides): describe "
+                               f"the parent from its buffer's start (offset0=)")
+        return Desc._from_axes(sizes, self.dtype, axes, offset0, self.tag, starts)
+
+    def _tag_for(self, axes, ndims):
+        """The tag of a view: the same axis order and blocks, relettered (None if strided)."""
+        if self.tag is None:
+            return None
+        t = parse_tag(spell(ndims, tuple((a.dim, a.block) for a in axes)))
+        return dataclasses.replace(t, spelling=t.alias)     # IOhw16o16i rather than BAcd16a16b
+
     # -- matching -----------------------------------------------------------------------------
     def matches(self, tag: Union[str, Tag]) -> bool:
         """oneDNN's memory_desc_matches_tag: same inner blocks and the tag's outer strides,
@@ -330,11 +557,15 @@ class Desc:
     def __repr__(self):
         abc = self.abc
         if abc is None:
-            layout = f"strides={self.strides}" + (f", offset0={self.offset0}" if self.offset0 else "")
+            layout = f"strides={self.strides}"
+            if self.is_blocked:     # a strided view of a blocked layout keeps its blocks
+                layout = f"{spell(self.ndim, tuple((a.dim, a.block) for a in self.axes))} {layout}"
         else:
             own = self.tag is not None and self.tag.abc == abc
             alias = self.tag.spelling if own else parse_tag(abc).alias
             layout = abc if alias == abc else f"{alias} = {abc}"
+        if self.offset0:
+            layout += f", offset0={self.offset0}"
         padded = "" if self.padded_dims == self.dims else f", padded {_fmt(self.padded_dims)}"
         return f"Desc({_fmt(self.dims)}, {layout}, {self.dtype.name}{padded}, {_bytes(self.nbytes)})"
 
@@ -354,7 +585,41 @@ class Desc:
             lines.append(f"    {label:>6}: {a.extent} @ {a.stride}")
         lines.append(f"  {self.nelems} elements with padding, {_bytes(self.nbytes)}"
                      + (", dense" if self.is_dense else ""))
+        if self.region is not None:
+            lines.append(f"  sub-memory at offsets {self.region} of its parent: element 0 is "
+                         f"element {self.offset0} of the parent's buffer")
+        elif self.offset0:
+            lines.append(f"  element 0 is element {self.offset0} of the buffer (offset0)")
         return "\n".join(lines)
+
+
+def _check_perm(perm, ndims):
+    try:
+        perm = tuple(operator.index(p) for p in perm)
+    except TypeError:
+        raise TypeError(f"perm must be a sequence of integers, got {perm!r}") from None
+    if len(perm) != ndims:
+        raise ReorderError(f"perm {perm} has {len(perm)} entries but the descriptor has "
+                           f"{ndims} dims")
+    for p in perm:
+        if not 0 <= p < ndims:
+            raise ReorderError(f"perm {perm}: {p} is not a dim of a {ndims}-dim descriptor")
+    seen = [p for i, p in enumerate(perm) if p in perm[:i]]
+    if seen:
+        raise ReorderError(f"perm {perm} is not a permutation: dim {seen[0]} appears twice")
+    return perm
+
+
+def _check_region(values, what, ndims):
+    try:
+        values = tuple(operator.index(v) for v in values)
+    except TypeError:
+        raise TypeError(f"sub-memory {what} must be a sequence of integers, got "
+                        f"{values!r}") from None
+    if len(values) != ndims:
+        raise ReorderError(f"sub-memory {what} {values} has {len(values)} entries but the "
+                           f"parent has {ndims} dims")
+    return values
 
 
 def _bytes(n):

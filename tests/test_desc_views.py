@@ -339,6 +339,23 @@ def test_read_view_through_reorder(dnnl, layout, dims, op, arg, threads):
     assert np.array_equal(buf, before, equal_nan=True)          # input untouched
 
 
+@needs_lib
+def test_read_submemory_from_the_parents_own_array(dnnl):
+    """The parent's array in its blocked physical shape serves as the buffer a sub-memory
+    indexes, as out= takes it; a non-contiguous array is refused, naming the offset."""
+    dims, layout = (2, 48, 5, 7), "aBcd16b"
+    d, md = make(dnnl, dims, layout)
+    x = logical(dims)
+    parent = parent_buffer(dnnl, md, x).reshape(d.physical_shape)
+    v = d.submemory((2, 16, 3, 7), (0, 32, 2, 0))
+    got = reorder.reorder(parent, v, "abcd")
+    assert np.array_equal(got, x[:, 32:48, 2:5])
+    with pytest.raises(ReorderError, match=r"offset0=\d+ indexes a C-contiguous buffer"):
+        reorder.reorder(parent[:, ::2], v, "abcd")
+    with pytest.raises(ReorderError, match="cannot hold"):
+        reorder.reorder(parent[:1], v, "abcd")
+
+
 # -------------------------------------------------------------------------- bad input
 
 @pytest.mark.parametrize("perm,err,pattern", [

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import reorder as ro
-from reorder.core.desc import Axis, Desc
+from reorder.core.desc import Desc
 from reorder.plan.cache import cached_plan
 
 POISON = 0xA5
@@ -21,23 +21,9 @@ GUARD = 192          # poison bytes either side of the parent
 
 
 def sub_desc(parent, dims, offsets):
-    """A region of `parent`: its strides and axes, extents cut to the region, offset0 at the
-    region's first element. Mirrors Desc.submemory (oneDNN's rules: an offset along a blocked
-    dim is a multiple of the block; a region not ending on a block boundary only at the
-    parent's end) and is swapped for it once that exists."""
-    axes = []
-    off = parent.offset0
-    for a in parent.axes:
-        blk = parent.block_size(a.dim)
-        if a.block == 0:
-            assert offsets[a.dim] % blk == 0 and offsets[a.dim] + dims[a.dim] <= parent.dims[a.dim]
-            end = offsets[a.dim] + dims[a.dim]
-            assert end % blk == 0 or end == parent.dims[a.dim]
-            axes.append(Axis(a.dim, 0, a.weight, -(-dims[a.dim] // blk), a.stride))
-            off += offsets[a.dim] // blk * a.stride
-        else:
-            axes.append(a)
-    return Desc._from_axes(dims, parent.dtype, axes, off, parent.tag)
+    """A region of `parent` (Desc.submemory, which tests/test_desc_views.py checks against
+    oneDNN's own sub-memory offsets)."""
+    return parent.submemory(dims, offsets)
 
 
 # --- the reference: logical coordinates of every physical position, per layout -------------

@@ -89,8 +89,9 @@ def bind_source(x, src):
     src's logical element 0 (a view of x).
 
     `x` is either src's physical array (its shape and strides; element 0 at its data pointer,
-    so only for an offset0 of 0) or a flat contiguous buffer that src indexes from its start
-    (offset0 included)."""
+    so only for an offset0 of 0), or a flat contiguous buffer that src indexes from its start
+    (offset0 included), or, for an src with an offset0 (a sub-memory), the C-contiguous array
+    of the parent it indexes, in any shape, as out= takes it."""
     if not isinstance(x, np.ndarray):
         raise TypeError(f"expected a numpy array, got {type(x).__name__}")
     if x.dtype not in src.dtype.numpy_dtypes:
@@ -99,17 +100,18 @@ def bind_source(x, src):
         strides = tuple(s // x.itemsize for s in x.strides)
         if all(s == a.stride or a.extent <= 1 for s, a in zip(strides, src.axes)):
             return x
-    if x.ndim == 1 and x.flags.c_contiguous:
-        lo = src.offset0 + sum(min(0, (a.extent - 1) * a.stride) for a in src.axes)
-        hi = src.offset0 + sum(max(0, (a.extent - 1) * a.stride) for a in src.axes)
+    if (x.ndim == 1 or src.offset0) and x.flags.c_contiguous:
+        lo, hi = _footprint(src)
         if src.span == 0 or (lo >= 0 and hi < x.size):
-            return x[src.offset0:] if src.span else x[:0]
-        raise ReorderError(f"a flat buffer of {x.size} elements cannot hold {src!r}: it needs "
-                           f"elements {lo}..{hi}")
+            flat = x.reshape(-1)
+            return flat[src.offset0:] if src.span else flat[:0]
+        raise ReorderError(f"a buffer of {x.size} elements (shape {_fmt(x.shape)}) cannot hold "
+                           f"{src!r}: it needs elements {lo}..{hi}")
     if src.offset0:
         raise ReorderError(f"array of shape {_fmt(x.shape)} and strides {x.strides} cannot hold "
-                           f"{src!r}: a descriptor with offset0={src.offset0} indexes a flat "
-                           f"buffer from its start; pass that buffer")
+                           f"{src!r}: a descriptor with offset0={src.offset0} indexes a "
+                           f"C-contiguous buffer (its parent's array) from its start; pass "
+                           f"that buffer")
     raise ReorderError(f"array of shape {_fmt(x.shape)} and strides {x.strides} does not hold "
                        f"{src!r}; expected shape {_fmt(src.physical_shape)}, or a flat buffer")
 

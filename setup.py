@@ -132,26 +132,44 @@ directives = dict(language_level=3, boundscheck=debug, wraparound=debug, initial
 # their compile time (one kernel file: 96 s without, over 5 minutes with) and made the
 # conversion module 73 MB instead of 8.
 opt = ["/O2"] if os.name == "nt" else ["-O3", "-g0"]
-# The headers each module includes, so an edit to one rebuilds its module.
-headers = ["reorder/_blocks.h", "reorder/_cpu.h", "reorder/_simd.h", "reorder/_tiles_narrow.h",
-           "reorder/_tiles_narrow512.h", "reorder/_tiles_few.h", "reorder/_interleave.h",
-           "reorder/_transpose_avx2.h", "reorder/_transpose_avx512.h"]
+# The C and Cython sources live in reorder/csrc/ by family: common/ (CPU features, OpenMP,
+# register transposes, the walker nodes), move/, convert/ and lowbit/. Headers include each
+# other by their path below csrc/ ("common/cpu.h"), so csrc/ is the one include directory;
+# the .pxd files of common/ are cimported by their bare names.
+CSRC = "reorder/csrc"
+CIMPORTS = [f"{CSRC}/common"]
+
+
+def family(name, *files):
+    return [f"{CSRC}/{name}/{f}" for f in files]
+
+
+common = family("common", "cpu_features.h", "transpose_avx2.h", "transpose_avx512.h", "omp.pxd",
+                "nodes.pxd", "cpu_features.pxd")
+# Each module's sources and the headers it includes (depends: an edit to one rebuilds it). The
+# module names stay reorder._kernels, _convert and _lowbit: the Python side imports them.
 extensions = [
     # Conversions must round exactly as written: no a*b+c contraction into FMA.
-    # The SIMD kernels compile in files of their own (_convert_simd_x86.h lists them), so that
+    # The SIMD kernels compile in files of their own (convert/entry_points.h lists them), so that
     # the build runs them side by side; this module first, as its compile is the longest.
-    Extension("reorder._convert", ["reorder/_convert.pyx"] + [
-                  f"reorder/_convert_{family}.c" for family in
-                  ("tiles_float", "tiles_int", "tiles_bf16hw", "avx2", "rows", "grids", "weights")],
-              depends=["reorder/_cpu.h", "reorder/_convert_args.h", "reorder/_convert_simd.h",
-                       "reorder/_convert_simd_x86.h", "reorder/_transpose_avx2.h",
-                       "reorder/_transpose_avx512.h"],
+    Extension("reorder._convert",
+              family("convert", "convert.pyx", "simd_tiles_float.c", "simd_tiles_int.c",
+                     "simd_tiles_bf16hw.c", "simd_avx2.c", "simd_rows.c", "simd_grids.c",
+                     "simd_weights.c"),
+              depends=common + family("convert", "kernel_args.h", "simd_dispatch.h", "x86.h",
+                                      "entry_points.h", "avx512_loads_stores.h", "avx512_tiles.h",
+                                      "avx2.h", "avx512_rows.h", "avx512_grids.h",
+                                      "avx512_weights.h"),
+              include_dirs=[CSRC],
               extra_compile_args=list(opt) + ([] if os.name == "nt" else ["-ffp-contract=off"])),
-    Extension("reorder._kernels", ["reorder/_kernels.pyx"], extra_compile_args=list(opt),
-              depends=headers),
-    Extension("reorder._lowbit", ["reorder/_lowbit.pyx"],
-              depends=["reorder/_cpu.h", "reorder/_lowbit.h"],
+    Extension("reorder._kernels", family("move", "kernels.pyx"), extra_compile_args=list(opt),
+              depends=common + family("move", "simd_dispatch.h", "tiles_narrow_avx2.h",
+                                      "tiles_narrow_avx512.h", "tiles_few_rows.h", "blocks.h",
+                                      "interleave.h"),
+              include_dirs=[CSRC]),
+    Extension("reorder._lowbit", family("lowbit", "lowbit.pyx"),
+              depends=common + family("lowbit", "lowbit.h"), include_dirs=[CSRC],
               extra_compile_args=list(opt) + ([] if os.name == "nt" else ["-ffp-contract=off"])),
 ]
-setup(ext_modules=cythonize(extensions, compiler_directives=directives),
+setup(ext_modules=cythonize(extensions, compiler_directives=directives, include_path=CIMPORTS),
       cmdclass={"build_ext": BuildExt})

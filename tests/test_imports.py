@@ -50,9 +50,10 @@ def module_names():
         if parts[-1] == "__init__":
             parts = parts[:-1]
         names[".".join((PKG,) + parts)] = path
-    # compiled modules are leaves: they import nothing of ours
+    # compiled modules are leaves: they import nothing of ours. Their sources sit in
+    # csrc/<family>/<name>.pyx and build the extension reorder._<name> (setup.py).
     for path in ROOT.rglob("*.pyx"):
-        names[".".join((PKG,) + path.relative_to(ROOT).with_suffix("").parts)] = None
+        names[f"{PKG}._{path.stem}"] = None
     for ext in LAYERS[1]:
         names.setdefault(ext, None)
     return names

@@ -1,5 +1,5 @@
 """The kernel adapters of pure moves (no type conversion): each decides whether its runner in
-`_kernels.pyx` fits a normalised problem, and cuts the problem into the runner's arrays.
+`csrc/move/kernels.pyx` fits a normalised problem, and cuts the problem into the runner's arrays.
 
   copy       innermost node contiguous on both sides, no padding
   blocks     conv weights with small spatial dims: whole (O block x I block x h*w) blocks
@@ -181,7 +181,7 @@ ACTIVATION_BLOCK_COLUMNS = {(1, True): 256, (1, False): 64, (2, True): 256, (2, 
 
 
 class BlockKernel(Kernel):
-    """Plain rows of R x C <-> one dense block (see _blocks.h): the block nodes are the
+    """Plain rows of R x C <-> one dense block (see csrc/move/blocks.h): the block nodes are the
     densest prefix of the blocked side's strides that parses as [jl][r][columns...], where the
     columns (jl included) form one contiguous run on the plain side and r is the row node."""
     name = "blocks"
@@ -393,7 +393,7 @@ _INTERLEAVE_MIN_PIECE_BYTES = 4096
 
 class InterleaveKernel(Kernel):
     """Rows of n pixels with C channels side by side (n * C contiguous elements, channel
-    fastest) <-> C planes of n contiguous pixels each, either way (see _interleave.h)."""
+    fastest) <-> C planes of n contiguous pixels each, either way (see csrc/move/interleave.h)."""
     name = "interleave"
     why = ("pixels of a few channels side by side on one side, one plane a channel on the "
            "other (nhwc <-> nchw of images): 64 bytes of every plane at a time permuted in "

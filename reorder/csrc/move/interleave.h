@@ -16,11 +16,12 @@
  * those extensions, take a portable loop that writes the same bytes (the planner leaves
  * such CPUs' images to the other kernels).
  */
-#ifndef REORDER_INTERLEAVE_H
-#define REORDER_INTERLEAVE_H
+#ifndef REORDER_MOVE_INTERLEAVE_H
+#define REORDER_MOVE_INTERLEAVE_H
 #include <stdint.h>
 #include <string.h>
-#include "_cpu.h"
+#include "common/cpu_features.h"
+#include "move/transposes.h"     /* REORDER_X86 and the intrinsics */
 
 #define ILV_MAX_C 16
 #define ILV_MAX_SRC (ILV_MAX_C / 2)     /* pairs of input registers an output draws from */
@@ -88,9 +89,7 @@ static void ilv_portable(const ilv_t* t, const char* src, char* dst, int64_t n) 
     }
 }
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define REORDER_ILV_X86 1
+#if REORDER_X86
 #define ILV_TGT __attribute__((target("avx512f,avx512bw")))
 #define ILV_TGT_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
 
@@ -190,7 +189,7 @@ static inline int ilv_have_avx512(int esize) { (void)esize; return 0; }
 /* A row of n pixels: src and dst at its first element on each side. simd = 1 takes the
    AVX-512 path where the CPU has it. */
 static void ilv_row(const ilv_t* t, const char* src, char* dst, int64_t n, int simd, int nt) {
-#ifdef REORDER_ILV_X86
+#if REORDER_X86
     if (simd && ilv_have_avx512(t->esize)) {
         switch (t->esize) {
         case 1: ilv_rows_1[t->C](t, src, dst, n, nt); return;

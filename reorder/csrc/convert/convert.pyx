@@ -18,13 +18,13 @@ bf16 are distinct one-field structs so that the compiler sees distinct element t
 type conversions are branch-free C (selects), so gcc vectorises the typed loops.
 
 Compensation (spec §4): the kernel adds every stored s8 value q into acc[comp index], the
-comp index being walked through the per-node strides `cs` of _nodes.pxd. Threads split one
+comp index being walked through the per-node strides `cs` of common/nodes.pxd. Threads split one
 node that carries a comp index, so each accumulator is owned by one thread and the result
 is the same for any thread count. A final step turns the sums into -128*sum (s8s8) and
 -sum (zero point).
 
-Three runners share this arithmetic (the SIMD ones are written in _convert_simd_x86.h and
-chosen at run time in _convert_simd.h, each with a portable twin here that writes the same
+Three runners share this arithmetic (the SIMD ones are written in the headers convert/entry_points.h lists and
+chosen at run time in convert/simd_dispatch.h, each with a portable twin here that writes the same
 bytes):
   Convert          the strided walk over any node list;
   ConvertTile      16 dst-contiguous lanes x a src-contiguous node, register transposes;
@@ -36,23 +36,23 @@ from libc.string cimport memset, memcpy
 from libc.stdlib cimport malloc, free
 from cython.parallel cimport prange
 
-from reorder._omp cimport REORDER_OPENMP
-from reorder._nodes cimport (NodeList, Walk, MAX_NODES, MAX_DIMS, fill_nodes, outer_count,
+from omp cimport REORDER_OPENMP
+from nodes cimport (NodeList, Walk, MAX_NODES, MAX_DIMS, fill_nodes, outer_count,
                              mask_lanes,
                              walk_start, walk_bounds, walk_next, count_below)
 
-from reorder._cpu cimport cpu_feature_flags, reorder_cpu_detect
+from cpu_features cimport cpu_feature_flags, reorder_cpu_detect
 
 # before anything can run a kernel
 reorder_cpu_detect()
 
 
 def cpu_features():
-    """The CPU features the SIMD paths use, as detected once at import (_cpu.h)."""
+    """The CPU features the SIMD paths use, as detected once at import (common/cpu_features.h)."""
     return cpu_feature_flags()
 
 
-cdef extern from "_convert_simd.h" nogil:
+cdef extern from "convert/simd_dispatch.h" nogil:
     ctypedef struct rq_math_t:
         float szp, dzp, beta, adj
         int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj
@@ -788,7 +788,7 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
 
 
 # ---------------------------------------------------------------------------------------------
-# int8 weights with `4i16o4i` inner blocks: see rq_w_t in _convert_args.h. The outer nodes
+# int8 weights with `4i16o4i` inner blocks: see rq_w_t in convert/kernel_args.h. The outer nodes
 # (with a trailing dummy node) are walked as for the tile kernel; per position the AVX-512
 # VBMI kernel, or the portable loop below, writes S blocks of 256 bytes.
 

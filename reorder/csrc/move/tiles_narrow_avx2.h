@@ -1,5 +1,5 @@
 /* Tiles of 1- and 2-byte elements (bf16, f16, s8, u8 moves) with AVX2 register transposes.
- * Included by _simd.h, whose tile contract they follow (see there): rows a of the tile are
+ * They follow the tile contract of tile_rows.h: rows a of the tile are
  * dst-contiguous, columns b src-contiguous.
  *
  *   tile_avx2_u16   16 rows x 16 columns of words: 16 loads of 32 bytes, a 16x16 word
@@ -21,8 +21,13 @@
  * adjacent and as long as a row block (nchw -> nChw16c), so no line is left half written
  * for a later tile (docs/kernels.md).
  */
-#ifndef REORDER_TILES_NARROW_H
-#define REORDER_TILES_NARROW_H
+#ifndef REORDER_MOVE_TILES_NARROW_AVX2_H
+#define REORDER_MOVE_TILES_NARROW_AVX2_H
+#include <stdint.h>
+#include <string.h>
+#include "common/cpu_features.h"
+#include "move/transposes.h"
+#include "move/tile_rows.h"
 
 #if REORDER_X86
 
@@ -309,7 +314,7 @@ static void square_u8_grouped(const uint8_t* src, int64_t slo, int64_t na, uint8
 }
 
 /* `uniform` moves the rows uniform_rows finds (square_u8_grouped here, or the AVX-512 one
-   of _tiles_narrow512.h); the rest go through offsets and masks. */
+   of tiles_narrow_avx512.h); the rest go through offsets and masks. */
 __attribute__((target("avx2")))
 static void tile_avx2_u8_square_with(uniform_uint8_t_fn uniform, const uint8_t* src,
                                      const arows_t* A, int64_t na, uint8_t* dst,
@@ -367,7 +372,7 @@ static void tall_u8_uniform(const uint8_t* src, int64_t slo, int64_t na, uint8_t
 }
 
 /* `edges` takes the uniform rows' ragged columns where it can (the AVX-512 one of
-   _tiles_narrow512.h), or 0: element-wise. */
+   tiles_narrow_avx512.h), or 0: element-wise. */
 __attribute__((target("avx2")))
 static void tile_avx2_u8_tall_with(uniform_edges_uint8_t_fn edges, const uint8_t* src,
                                    const arows_t* A, int64_t na, uint8_t* dst,

@@ -1,6 +1,6 @@
-/* AVX2 register transposes, shared by the move tiles (_simd.h, _tiles_narrow.h), the block
- * kernel (_blocks.h) and the conversion tiles (_convert_simd.h); the AVX-512 ones are in
- * _transpose_avx512.h. Each takes rows in registers and returns columns in the same array.
+/* AVX2 register transposes, shared by the move tiles (move/simd_dispatch.h, tiles_narrow_avx2.h), the block
+ * kernel (move/blocks.h) and the conversion tiles (convert/simd_dispatch.h); the AVX-512 ones are in
+ * common/transpose_avx512.h. Each takes rows in registers and returns columns in the same array.
  * Compiled for AVX2 only, so they inline into any AVX2 (or wider) caller; callers dispatch
  * at run time. Suffixes follow the intrinsics: ps/epi32 32-bit, epi16 words, epi8 bytes;
  * "_lanes" ones transpose each 128-bit lane on its own (lane k of r[i] is row i of block k).

@@ -1,7 +1,7 @@
 /* Tiles of a padded block with few data rows: 1- and 2-byte elements whose A is one block of
  * 16, 32 or 64 bytes per dst row (nChw16c, nChw32c, ...) of which only the first nv rows hold
- * data, nv * size <= 8 (nchw C=3 -> nChw16c: 3 of 16 channels). Included by _simd.h, whose
- * tile contract they follow (see there).
+ * data, nv * size <= 8 (nchw C=3 -> nChw16c: 3 of 16 channels). They follow the tile
+ * contract of tile_rows.h.
  *
  * The transpose tiles move all 16 rows through their shuffles, zeros included. Here each
  * pixel's nv data elements are gathered into one 4- or 8-byte word instead (the source rows
@@ -16,8 +16,13 @@
  * ragged and padding columns go through a zeroed stage and the same step. Streaming stores
  * (AVX-512 only) where a store is a whole, aligned 64-byte line.
  */
-#ifndef REORDER_TILES_FEW_H
-#define REORDER_TILES_FEW_H
+#ifndef REORDER_MOVE_TILES_FEW_ROWS_H
+#define REORDER_MOVE_TILES_FEW_ROWS_H
+#include <stdint.h>
+#include <string.h>
+#include "common/cpu_features.h"
+#include "move/transposes.h"
+#include "move/tile_rows.h"
 
 #if REORDER_X86
 

@@ -1,6 +1,7 @@
 /* The AVX-512 conversion tiles from f32, f64, f16 and bf16 sources to every
- * destination type. The macros are in _convert_simd_x86.h. */
-#include "_convert_simd_x86.h"
+ * destination type. The macros are in convert/avx512_tiles.h. */
+#include "convert/avx512_tiles.h"
+#include "convert/entry_points.h"
 #if RQ_X86
 RQ_TILES_FOR(f32, 4)
 RQ_TILES_FOR(f64, 8)

@@ -1,5 +1,5 @@
 /* Tiles of 2-byte elements (bf16, f16) with AVX-512 F+BW register transposes
- * (_transpose_avx512.h). Included by _simd.h, whose tile contract they follow (see there):
+ * (common/transpose_avx512.h). They follow the tile contract of tile_rows.h:
  * rows a of the tile are dst-contiguous, columns b src-contiguous. Each tile moves 1 KiB:
  *
  *   words 16x32  16 rows of 32 words (whole 64-byte loads), two 16x16 word transposes; a
@@ -22,8 +22,14 @@
  * Streaming stores only where a store is a whole, aligned 64-byte line of a fully written
  * row block.
  */
-#ifndef REORDER_TILES_NARROW512_H
-#define REORDER_TILES_NARROW512_H
+#ifndef REORDER_MOVE_TILES_NARROW_AVX512_H
+#define REORDER_MOVE_TILES_NARROW_AVX512_H
+#include <stdint.h>
+#include <string.h>
+#include "common/cpu_features.h"
+#include "move/transposes.h"
+#include "move/tile_rows.h"
+#include "move/tiles_narrow_avx2.h"   /* its AVX2 byte tiles: the shapes without an AVX-512 one */
 
 #if REORDER_X86
 

@@ -18,7 +18,7 @@ from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_STRIDES
 from cython.parallel cimport prange
 import numpy as np
 
-from reorder._omp cimport (REORDER_OPENMP, REORDER_OPENMP_VERSION, REORDER_BUILD_FLAGS,
+from omp cimport (REORDER_OPENMP, REORDER_OPENMP_VERSION, REORDER_BUILD_FLAGS,
                            omp_get_max_threads, omp_get_num_procs, reorder_omp_library)
 
 cdef extern from "<stdlib.h>" nogil:
@@ -64,7 +64,7 @@ def data_address(a):
     return p
 
 
-from reorder._nodes cimport (MAX_DIMS, NodeList, Walk, count_below, fill_nodes, outer_count,
+from nodes cimport (MAX_DIMS, NodeList, Walk, count_below, fill_nodes, outer_count,
                              walk_start, mask_lanes,
                              walk_bounds, walk_next)
 
@@ -74,18 +74,18 @@ ctypedef fused word_t:
     uint32_t
     uint64_t
 
-from reorder._cpu cimport cpu_feature_flags, reorder_cpu_detect
+from cpu_features cimport cpu_feature_flags, reorder_cpu_detect
 
 # before anything can run a kernel
 reorder_cpu_detect()
 
 
 def cpu_features():
-    """The CPU features the SIMD paths use, as detected once at import (_cpu.h)."""
+    """The CPU features the SIMD paths use, as detected once at import (common/cpu_features.h)."""
     return cpu_feature_flags()
 
 
-cdef extern from "_simd.h" nogil:
+cdef extern from "move/simd_dispatch.h" nogil:
     ctypedef struct rows_t:
         int64_t nlo, dlo, dhi
         int ahead, cols_first
@@ -625,11 +625,11 @@ cdef int _check_itemsize(int itemsize) except -1:
 # ---------------------------------------------------------------------------------------------
 # blocks: conv weights with small spatial dims (oihw <-> OIhw16i16o, OIhw4i16o4i, ...). Each
 # outer position is one R x C block (an O block x an I block x h*w), moved in two stages
-# through an L1 scratch (_blocks.h). The blocks are split statically over the threads.
+# through an L1 scratch (move/blocks.h). The blocks are split statically over the threads.
 
 from libc.stdint cimport int32_t
 
-cdef extern from "_blocks.h" nogil:
+cdef extern from "move/blocks.h" nogil:
     enum: BLK_MAX_BYTES
     ctypedef struct blk_t:
         int64_t R, C, il, rs
@@ -802,7 +802,7 @@ cdef class Blocks:
     @property
     def in_registers(self):
         """Whether the AVX-512 path moves a block in registers, a segment of columns at a
-        time (1- and 2-byte elements, 16 rows, see _blocks.h) instead of through the tiles."""
+        time (1- and 2-byte elements, 16 rows, see move/blocks.h) instead of through the tiles."""
         return self.b.vk > 0
 
     def run(self, uintptr_t src, uintptr_t dst, int nthreads, bint stream=True):
@@ -832,10 +832,10 @@ cdef class Blocks:
 
 # ---------------------------------------------------------------------------------------------
 # interleave: rows of pixels with a few channels side by side <-> one plane a channel (nhwc <->
-# nchw of images), permuted in registers (_interleave.h). Work items are (outer position,
+# nchw of images), permuted in registers (move/interleave.h). Work items are (outer position,
 # slice of the row), split statically over the threads.
 
-cdef extern from "_interleave.h" nogil:
+cdef extern from "move/interleave.h" nogil:
     enum: ILV_MAX_C
     ctypedef struct ilv_t:
         int C, esize, to_planes

@@ -2,15 +2,18 @@
  * runs all lane groups of one outer position for a dtype pair, rq_row_kernel the row,
  * rq_grid_kernel the grid and rq_w_kernel the int8 weight block: the widest code this CPU runs
  * (reorder_cpu, detected once at import), or NULL, and callers then use the portable loops of
- * _convert.pyx. The kernels themselves are in _convert_simd_x86.h and the files it lists.
+ * convert/convert.pyx. The kernels themselves are
+ * in the files convert/entry_points.h lists.
  */
-#ifndef REORDER_CONVERT_SIMD_H
-#define REORDER_CONVERT_SIMD_H
+#ifndef REORDER_CONVERT_SIMD_DISPATCH_H
+#define REORDER_CONVERT_SIMD_DISPATCH_H
 #include <stdint.h>
 #include <string.h>
-#include "_cpu.h"
-#include "_convert_args.h"
-#include "_convert_simd_x86.h"
+#include "common/cpu_features.h"
+#include "convert/kernel_args.h"
+#include "convert/x86.h"
+#include "convert/avx512_loads_stores.h"   /* rq_cv_bf16: the 16-bit float rows below */
+#include "convert/entry_points.h"
 
 static inline int rq_have_avx512(void) { return reorder_cpu.avx512_conv; }
 static inline int rq_have_avx2(void) { return reorder_cpu.avx2_f16c; }
@@ -36,7 +39,7 @@ static inline rq_block_fn rq_block_kernel(int scode, int dcode) {
 #if RQ_X86
     static const rq_block_fn avx512[7][7] = RQ_TABLE(rq_block_);
     static const rq_block_fn avx512_bf16hw[7] = RQ_TABLE_BF16HW(rq_block_);
-    static const rq_block_fn avx2[7][7] = RQ_TABLE(rq2_block_);
+    static const rq_block_fn avx2[7][7] = RQ_TABLE(rq_avx2_block_);
     switch (rq_isa(scode, dcode)) {
     case 3: return avx512_bf16hw[scode];
     case 2: return avx512[scode][dcode];
@@ -48,9 +51,9 @@ static inline rq_block_fn rq_block_kernel(int scode, int dcode) {
 }
 static inline rq_row_fn rq_row_kernel(int scode, int dcode) {
 #if RQ_X86
-    static const rq_row_fn avx512[7][7] = RQ_TABLE(rq5_row_);
-    static const rq_row_fn avx512_bf16hw[7] = RQ_TABLE_BF16HW(rq5_row_);
-    static const rq_row_fn avx2[7][7] = RQ_TABLE(rq2_row_);
+    static const rq_row_fn avx512[7][7] = RQ_TABLE(rq_rows_);
+    static const rq_row_fn avx512_bf16hw[7] = RQ_TABLE_BF16HW(rq_rows_);
+    static const rq_row_fn avx2[7][7] = RQ_TABLE(rq_avx2_row_);
     switch (rq_isa(scode, dcode)) {
     case 3: return avx512_bf16hw[scode];
     case 2: return avx512[scode][dcode];
@@ -63,8 +66,8 @@ static inline rq_row_fn rq_row_kernel(int scode, int dcode) {
 /* the AVX-512 grid for this dtype pair, or NULL: the walk then takes the rows one at a time */
 static inline rq_grid_fn rq_grid_kernel(int scode, int dcode) {
 #if RQ_X86
-    static const rq_grid_fn avx512[7][7] = RQ_TABLE(rq6_grid_);
-    static const rq_grid_fn avx512_bf16hw[7] = RQ_TABLE_BF16HW(rq6_grid_);
+    static const rq_grid_fn avx512[7][7] = RQ_TABLE(rq_grids_);
+    static const rq_grid_fn avx512_bf16hw[7] = RQ_TABLE_BF16HW(rq_grids_);
     switch (rq_isa(scode, dcode)) {
     case 3: return avx512_bf16hw[scode];
     case 2: return avx512[scode][dcode];

@@ -1,7 +1,7 @@
 /* The arguments of the conversion kernels: the arithmetic of a call (rq_math_t) and the work of
  * each kernel family (a tile's outer position rq_block_t, a weight block rq_w_t, a row, a grid
- * rq_grid_t), with their function types. Shared by the kernels (_convert_simd_x86.h and the
- * files it lists), their run-time choice (_convert_simd.h) and _convert.pyx.
+ * rq_grid_t), with their function types. Shared by the kernels (the headers convert/entry_points.h
+ * lists), their run-time choice (convert/simd_dispatch.h) and convert/convert.pyx.
  */
 #ifndef REORDER_CONVERT_ARGS_H
 #define REORDER_CONVERT_ARGS_H

@@ -1,6 +1,7 @@
 /* The AVX-512 conversion tiles to bf16 through AVX512-BF16's own rounding
- * (vcvtne2ps2bf16), from every source type. The macros are in _convert_simd_x86.h. */
-#include "_convert_simd_x86.h"
+ * (vcvtne2ps2bf16), from every source type. The macros are in convert/avx512_tiles.h. */
+#include "convert/avx512_tiles.h"
+#include "convert/entry_points.h"
 #if RQ_X86
 RQ_TILE_BF16HW(f32, 4)
 RQ_TILE_BF16HW(f64, 8)

@@ -1,16 +1,16 @@
 # cython: language_level=3
 """Low-bit kernels: f32 -> f8 / s4 / u4 / s8 / u8 codes with grouped scales and zero points
 (nibble pairs packed on the way), nibble packing and unpacking, and codes -> f32. The
-arithmetic lives in _lowbit.h; these loops cut the work into rows for OpenMP. The planner
+arithmetic lives in lowbit/lowbit.h; these loops cut the work into rows for OpenMP. The planner
 side (lowbit.py) has checked every size and address; nothing here raises."""
 from libc.stdint cimport int32_t, int64_t, uint8_t, uintptr_t
 from cython.parallel cimport threadid
 from cython.parallel cimport prange
 import numpy as np
 
-from reorder._omp cimport omp_get_max_threads
+from omp cimport omp_get_max_threads
 
-cdef extern from "_lowbit.h" nogil:
+cdef extern from "lowbit/lowbit.h" nogil:
     ctypedef struct lb_q_t:
         int code
         int pair

@@ -1,5 +1,5 @@
-/* AVX-512 16x16 register transposes, shared by the move tiles (_simd.h) and the conversion
- * tiles (_convert_simd.h); the AVX2 ones are in _transpose_avx2.h. Compiled for the least
+/* AVX-512 16x16 register transposes, shared by the move tiles (move/simd_dispatch.h) and the conversion
+ * tiles (convert/simd_dispatch.h); the AVX2 ones are in common/transpose_avx2.h. Compiled for the least
  * AVX-512 subset each needs, so they inline into any AVX-512 caller; callers dispatch at
  * run time.
  *   tr16x16      f32 (or any 32-bit) elements, 16 registers, in 64 shuffles;

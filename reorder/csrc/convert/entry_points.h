@@ -1,0 +1,56 @@
+/* The entry points of the x86 conversion kernels, one per family and pair of element types,
+ * and what the families share: the contract of a tile, and where each family lives.
+ *
+ * A tile call converts one "lane group" of 16 destination-contiguous elements (lanes a) along
+ * a run of a source-contiguous node B (columns b):
+ *
+ *     dst[b*dB + a] = convert(math(src[soff[a] + b]))      a < 16, b < nbv, lane a valid
+ *     dst[b*dB + a] = 0                                    invalid lanes, and nbv <= b < nbw
+ *
+ * 16 source rows of up to 16 columns are loaded (masked), transposed in registers to 16
+ * destination vectors, and converted there, so every load and store is a full vector. The
+ * arithmetic is that of the scalar kernels in convert/convert.pyx, in the same order, with the same
+ * saturation (NaN -> the bound tested first) and round half to even, so both paths write the
+ * same bytes. acc (s8 destinations) receives per-lane sums of the stored values.
+ *
+ * Each family is written once as macros (a header) and instantiated in its own file, so that
+ * a build compiles them side by side:
+ *
+ *     avx512_tiles.h    simd_tiles_float.c   AVX-512 tiles from f32, f64, f16 and bf16 sources
+ *                       simd_tiles_int.c     AVX-512 tiles from s8, u8 and s32 sources
+ *                       simd_tiles_bf16hw.c  AVX-512 tiles to bf16 through AVX512-BF16's rounding
+ *     avx2.h            simd_avx2.c          the tiles and rows 8 elements wide, without AVX-512
+ *     avx512_rows.h     simd_rows.c          AVX-512 rows (the strided walk's contiguous runs)
+ *     avx512_grids.h    simd_grids.c         AVX-512 grids (a block's short runs in one call)
+ *     avx512_weights.h  simd_weights.c       int8 weights in 4i16o4i blocks (VBMI and VNNI)
+ *
+ * They share x86.h (targets, type pairs) and avx512_loads_stores.h (the lanes' loads, stores
+ * and math); convert/simd_dispatch.h chooses among the entry points at run time.
+ * Built with __attribute__((target)), never with -march=native.
+ */
+#ifndef REORDER_CONVERT_ENTRY_POINTS_H
+#define REORDER_CONVERT_ENTRY_POINTS_H
+#include "convert/x86.h"
+#include "convert/kernel_args.h"
+
+#if RQ_X86
+/* ---- the entry points, one per family and pair of element types ------------------------- */
+/* declared by their function types (convert/kernel_args.h); the macros above define them */
+#define RQ_DECLARE(SN, SSIZE, DN, DSIZE, TGT, ST)                                               \
+    RQ_ENTRY rq_block_f rq_block_##SN##_##ST;                                                   \
+    RQ_ENTRY rq_row_f rq_rows_##SN##_##ST;                                                      \
+    RQ_ENTRY rq_grid_f rq_grids_##SN##_##ST;
+RQ_EACH_PAIR(RQ_DECLARE)
+#define RQ_DECLARE2(SN, DN)                                                                     \
+    RQ_ENTRY rq_block_f rq_avx2_block_##SN##_##DN;                                                  \
+    RQ_ENTRY rq_row_f rq_avx2_row_##SN##_##DN;
+#define RQ_DECLARE2_FOR(SN)                                                                     \
+    RQ_DECLARE2(SN, f32) RQ_DECLARE2(SN, f64) RQ_DECLARE2(SN, f16) RQ_DECLARE2(SN, bf16)        \
+    RQ_DECLARE2(SN, s8) RQ_DECLARE2(SN, u8) RQ_DECLARE2(SN, s32)
+RQ_DECLARE2_FOR(f32) RQ_DECLARE2_FOR(f64) RQ_DECLARE2_FOR(f16) RQ_DECLARE2_FOR(bf16)
+RQ_DECLARE2_FOR(s8) RQ_DECLARE2_FOR(u8) RQ_DECLARE2_FOR(s32)
+#define RQ_DECLARE_W(SN) RQ_ENTRY rq_w_f rq_w_##SN##_s8; RQ_ENTRY rq_w_f rq_w_##SN##_u8;
+RQ_DECLARE_W(f32) RQ_DECLARE_W(f64) RQ_DECLARE_W(f16) RQ_DECLARE_W(bf16)
+RQ_DECLARE_W(s8) RQ_DECLARE_W(u8) RQ_DECLARE_W(s32)
+#endif
+#endif

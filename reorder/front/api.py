@@ -5,7 +5,7 @@ import numpy as np
 
 from .._convert import finish_compensation
 from .._kernels import data_address
-from ..plan.binding import check_dst, is_whole
+from ..plan.binding import bind_out, check_dst, is_whole
 from ..core.attrs import _comp_kinds, make_attrs
 from ..kernels.convert import call_values
 from ..core.desc import Desc, _fmt
@@ -273,13 +273,7 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
         # a reversed axis: the kernels walk destinations forwards, so the result is made
         # whole and copied into the view (a second pass; sum reads the view's old values)
         p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype), None, attrs)
-        if out.dtype not in p.dst.dtype.numpy_dtypes:
-            raise ReorderError(f"out has dtype {out.dtype}, but the result is "
-                               f"{p.dst.dtype.name} ({p.dst.dtype.storage})")
-        if not out.flags.writeable:
-            raise ReorderError("out is read-only")
-        if np.may_share_memory(arr, out) and np.shares_memory(arr, out, max_work=100000):
-            raise ReorderError("out overlaps the input array; a reorder cannot run in place")
+        bind_out(out, ddesc, arr)           # out's dtype, writability, overlap with arr
         tmp = p.empty()
         if p._reads_dst:
             np.copyto(tmp, out)

@@ -147,8 +147,9 @@ class Plan:
     def bind(self, x, out=None):
         """`x` as a view whose data pointer is src's element 0, and a checked output (a new
         one for None) whose data pointer is dst's element 0 (a view of out= for a sub-memory
-        or strided dst, which the caller hands back as it was given); raises with the reason when either does not fit. The fast tests come
-        first: a repeated call passes them without building anything."""
+        or strided dst, which the caller hands back as it was given); raises with the reason
+        when either does not fit. The fast tests come first: a repeated call passes them
+        without building anything."""
         if not (type(x) is np.ndarray and x.shape == self._in_shape and x.dtype in self._in_dtypes
                 and (x.strides == self._in_strides or x.size <= 1)):
             x = bind_source(x, self.src)

@@ -8,7 +8,8 @@ from .._kernels import data_address
 from ..core.desc import _fmt
 from ..core.errors import ReorderError
 
-__all__ = ["aligned_empty", "bind_out", "bind_source", "check_dst", "check_out", "is_whole"]
+__all__ = ["OutRegion", "aligned_empty", "bind_out", "bind_source", "check_dst", "check_out",
+           "is_whole"]
 
 
 def aligned_empty(shape, dtype, align=64):
@@ -39,49 +40,70 @@ def _footprint(desc):
     return lo, hi
 
 
-def bind_out(out, dst, x=None):
-    """Check that `out` can take a destination that is not a whole array (is_whole false);
-    return the array whose data pointer is dst's element 0.
+class OutRegion:
+    """How an out= array takes a destination that is not a whole array (is_whole false),
+    worked out once per destination: a plan binds every call's out= through it.
 
     `out` is either dst's physical array (a strided numpy view: its shape, its strides;
     offset0 0) or the C-contiguous array of a parent that dst (a sub-memory) indexes from
     its first element, offset0 included. Only dst's footprint is written."""
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
-    if out.dtype not in dst.dtype.numpy_dtypes:
-        raise ReorderError(f"out has dtype {out.dtype}, but the result is {dst.dtype.name} "
-                           f"({dst.dtype.storage})")
-    if not out.flags.writeable:
-        raise ReorderError("out is read-only")
-    if out.shape == dst.physical_shape and dst.offset0 == 0 and all(
-            s == a.stride * out.itemsize or a.extent <= 1 for s, a in zip(out.strides, dst.axes)):
-        view = bound = out
-    elif out.flags.c_contiguous:
-        lo, hi = _footprint(dst)
-        if dst.span and (lo < 0 or hi >= out.size):
-            raise ReorderError(f"the destination {dst!r} does not fit in out: it writes "
-                               f"elements {lo}..{hi} of the parent (offset0={dst.offset0}), "
-                               f"but out of shape {_fmt(out.shape)} holds {out.size}")
-        flat = out.reshape(-1)
-        bound = flat[dst.offset0:] if dst.span else flat[:0]
-        # the region's own elements, not the range they span: a source read from another
-        # region of the same parent (gaps between this one's rows) does not overlap it
-        view = np.lib.stride_tricks.as_strided(
-            bound, dst.physical_shape, tuple(a.stride * out.itemsize for a in dst.axes),
-            writeable=False) if dst.span else bound
-    else:
-        raise ReorderError(f"out of shape {_fmt(out.shape)} and strides {out.strides} does not "
-                           f"hold {dst!r}; expected shape {_fmt(dst.physical_shape)} with strides "
-                           f"{tuple(a.stride * out.itemsize for a in dst.axes)} bytes, or a "
-                           f"C-contiguous parent array that dst indexes from its start")
-    if x is not None and view.size and np.may_share_memory(x, view):
-        try:
-            overlap = np.shares_memory(x, view, max_work=100000)
-        except np.exceptions.TooHardError:
-            overlap = True          # could not prove them apart: refuse rather than risk it
-        if overlap:
-            raise ReorderError("out overlaps the input array; a reorder cannot run in place")
-    return bound
+    __slots__ = ("dst", "shape", "strides", "lo", "hi", "empty")
+
+    def __init__(self, dst):
+        self.dst, self.shape = dst, dst.physical_shape
+        self.strides = tuple(a.stride for a in dst.axes)
+        self.lo, self.hi = _footprint(dst)
+        self.empty = dst.span == 0
+
+    def bind(self, out, x=None):
+        """The array whose data pointer is dst's element 0 (out itself or a view of it),
+        after checking that out can take dst and does not overlap `x`."""
+        dst = self.dst
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
+        if out.dtype not in dst.dtype.numpy_dtypes:
+            raise ReorderError(f"out has dtype {out.dtype}, but the result is {dst.dtype.name} "
+                               f"({dst.dtype.storage})")
+        if not out.flags.writeable:
+            raise ReorderError("out is read-only")
+        size = out.itemsize
+        if out.shape == self.shape and dst.offset0 == 0 and all(
+                s == st * size or n <= 1 for s, st, n in zip(out.strides, self.strides, self.shape)):
+            bound = out
+            view = None
+        elif out.flags.c_contiguous:
+            if not self.empty and (self.lo < 0 or self.hi >= out.size):
+                raise ReorderError(f"the destination {dst!r} does not fit in out: it writes "
+                                   f"elements {self.lo}..{self.hi} of the parent (offset0="
+                                   f"{dst.offset0}), but out of shape {_fmt(out.shape)} holds "
+                                   f"{out.size}")
+            flat = out.reshape(-1)
+            bound = flat[:0] if self.empty else flat[dst.offset0:]
+            view = bound
+        else:
+            raise ReorderError(f"out of shape {_fmt(out.shape)} and strides {out.strides} does "
+                               f"not hold {dst!r}; expected shape {_fmt(self.shape)} with "
+                               f"strides {tuple(st * size for st in self.strides)} bytes, or a "
+                               f"C-contiguous parent array that dst indexes from its start")
+        if x is not None and not self.empty and np.may_share_memory(x, out):
+            if view is not None:
+                # the region's own elements, not the range they span: a source read from
+                # another region of the same parent (gaps between this one's rows) does not
+                # overlap it
+                view = np.lib.stride_tricks.as_strided(
+                    view, self.shape, tuple(st * size for st in self.strides), writeable=False)
+            try:
+                overlap = np.shares_memory(x, out if view is None else view, max_work=100000)
+            except np.exceptions.TooHardError:
+                overlap = True          # could not prove them apart: refuse rather than risk it
+            if overlap:
+                raise ReorderError("out overlaps the input array; a reorder cannot run in place")
+        return bound
+
+
+def bind_out(out, dst, x=None):
+    """OutRegion(dst).bind(out, x), for a caller without a plan."""
+    return OutRegion(dst).bind(out, x)
 
 
 def bind_source(x, src):

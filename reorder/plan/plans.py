@@ -5,7 +5,7 @@ import numpy as np
 from ..kernels.convert import arith_for, widened_columns_cached
 from ..kernels.threads import resolve
 from .._kernels import data_address
-from .binding import aligned_empty, bind_out, bind_source, check_dst, check_out, is_whole
+from .binding import OutRegion, aligned_empty, bind_source, check_dst, check_out, is_whole
 from ..core.desc import _bytes, _fmt
 from ..core.errors import ReorderError
 from .planner import plan_steps
@@ -32,6 +32,7 @@ class Plan:
         check_dst(dst)
         # a sub-memory or a strided destination is written into the caller's out= only
         self._whole = is_whole(dst)
+        self._region = None if self._whole else OutRegion(dst)
         self.src, self.dst, self.threads, self.attrs = src, dst, threads, attrs
         self.stream_min_bytes = stream_min_bytes
         # `sum` adds beta * the old destination, which the caller must pass as out=
@@ -159,7 +160,7 @@ class Plan:
                                    f"(sum); pass that destination as out=")
             out = self.empty()
         elif not self._whole:
-            out = bind_out(out, self.dst, x)
+            out = self._region.bind(out, x)
         elif not (type(out) is np.ndarray and out.shape == self._out_shape and out.dtype in self._out_dtypes
                   and out.flags.c_contiguous and out.flags.writeable
                   and not np.may_share_memory(x, out)):

@@ -20,7 +20,10 @@ from .front.transform import transform_layout
 from .plot import plot_layout
 from .models import convert, load, onednn_weights_layout
 
-__all__ = ["AXIS_SEPARATOR", "Desc", "IndexMap", "Plan", "RearrangeError", "ReorderError", "Tag", "__version__", "convert",
-           "get_num_threads", "load", "normalize_tag", "onednn_weights_layout", "parse_tag", "plan", "plot_layout",
-           "Quantized", "QuantizedLowBit", "quantize", "rearrange", "reorder", "set_num_threads", "show_config", "threads",
+__all__ = ["AXIS_SEPARATOR", "Desc", "IndexMap", "Plan", "RearrangeError", "ReorderError", "Tag",
+           "__version__", "convert",
+           "get_num_threads", "load", "normalize_tag", "onednn_weights_layout", "parse_tag",
+           "plan", "plot_layout",
+           "Quantized", "QuantizedLowBit", "quantize", "rearrange", "reorder", "set_num_threads",
+           "show_config", "threads",
            "transform_layout"]

@@ -184,6 +184,19 @@ def test_closure_is_traced_each_call():
     np.testing.assert_array_equal(b, reference(x, fn, (10, 8, 4), 0))
 
 
+def test_is_index_map():
+    """The one test every front end uses to tell an index map from a tag, a Desc or a kind."""
+    from reorder.core.index_map import is_index_map
+    from reorder import opencl as rocl
+    m = IndexMap.from_func(lambda n, c, h, w: [n, c // 4, h, w, c % 4])
+    assert is_index_map(m)
+    assert is_index_map(lambda n, c, h, w: [n, h, w, c])
+    assert not is_index_map("nChw4c")
+    assert not is_index_map(ro.Desc((2, 8, 3, 3), "f32", "nchw"))
+    assert not is_index_map(rocl.KINDS["channel"])
+    assert not is_index_map(rocl.MNN_KINDS["conv2d_filter"])
+
+
 def test_repr_equality_hash():
     m = IndexMap.from_func(lambda n, c, h, w: [n, c // 4, h, SEP, w, c % 4])
     assert repr(m) == "lambda n, c, h, w: [n, c // 4, h, AXIS_SEPARATOR, w, c % 4]"

@@ -23,7 +23,7 @@ from .desc import Axis, Desc, _check_dims
 from .errors import ReorderError
 from .tags import parse_tag, spell
 
-__all__ = ["AXIS_SEPARATOR", "IndexMap", "Padding", "as_index_map"]
+__all__ = ["AXIS_SEPARATOR", "IndexMap", "Padding", "as_index_map", "is_index_map"]
 
 
 class _Separator:
@@ -694,3 +694,10 @@ def as_index_map(m: Union[IndexMap, Callable], ndim: Optional[int] = None) -> In
         return m
     return IndexMap.from_func(m, ndim)
 
+
+def is_index_map(obj) -> bool:
+    """True when a layout argument is an index map: an `IndexMap`, or any other callable that
+    is not a str or a `Desc` (a function of the logical indices, traced when it is used).
+    Tags, Descs and the OpenCL image kinds (named tuples) are never callable, so they answer
+    False."""
+    return isinstance(obj, IndexMap) or (callable(obj) and not isinstance(obj, (str, Desc)))

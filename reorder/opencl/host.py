@@ -7,7 +7,8 @@ from ..core.desc import Desc
 from ..core.dtypes import dtype_of_numpy
 from ..core.errors import ReorderError
 from ..core.tags import parse_tag
-from .kinds import _check_dims, _fmt, _geometry, _is_map, _kind
+from ..core.index_map import is_index_map
+from .kinds import _check_dims, _fmt, _geometry, _kind
 from .winograd import winograd_transform
 
 # Source layouts that only the image engines name.
@@ -107,7 +108,7 @@ def to_image_array(x, kind, *, layout=None, dims=None, out=None, engine="mace", 
 
 def _map_dims(kind, x, layout, dims):
     """For an index-map kind: the tensor's dims, which are x's axes (the map's indices)."""
-    if not _is_map(kind):
+    if not is_index_map(kind):
         return None
     if layout is not None:
         raise ReorderError("with an index map, x's axes are the map's indices; layout= does "

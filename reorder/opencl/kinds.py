@@ -9,7 +9,7 @@ import numpy as np
 
 from ..core.desc import Desc
 from ..core.errors import ReorderError
-from ..core.index_map import IndexMap, as_index_map
+from ..core.index_map import as_index_map, is_index_map
 
 
 class Kind(NamedTuple):
@@ -63,10 +63,6 @@ _ALIASES = {"in_out_channel": "channel", "in_out_height": "height", "in_out_widt
             "nc4hw4_buffer": "nc4hw4"}
 
 
-def _is_map(kind):
-    return isinstance(kind, IndexMap) or (callable(kind) and not isinstance(kind, (str, Kind)))
-
-
 def _map_kind(index_map, dims):
     """The image an index map describes, for logical `dims`: one AXIS_SEPARATOR between the
     rows and the columns, the last output a 4-lane block (RGBA). The map's indices are the
@@ -94,7 +90,7 @@ def _map_kind(index_map, dims):
 
 
 def _kind(kind, engine="mace", dims=None):
-    if _is_map(kind):
+    if is_index_map(kind):
         if dims is None:
             raise ReorderError("an image described by an index map needs the tensor's dims")
         return _map_kind(kind, dims)

@@ -342,6 +342,79 @@ def test_strided_out_with_a_conversion_and_a_plan_reused():
     np.testing.assert_array_equal(third, want_third)
 
 
+def _reversed_views(big):
+    """Views of an (N, H, W, C) base reversed on two axes, one of them also transposed."""
+    yield big[:, ::-1, :, ::-1]
+    yield big[::-1, :, ::-2, :]
+    yield big.transpose(0, 2, 1, 3)[:, ::-1, 1:, ::-1]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("src", ["nchw", "nhwc", "nChw16c"])
+def test_reversed_out_view_with_a_permuting_destination(src, threads):
+    """nchw/nhwc (the reversal moves onto the source) and nChw16c (a whole result, then a copy)
+    into nhwc views reversed on two axes, twice into bases of the same geometry (the cached
+    call): the view holds the result, every other byte keeps its poison, x is unchanged."""
+    shape = (3, 9, 12, 20)
+    for view_no in range(3):
+        for seed in range(2):
+            raw = np.full(GUARD * 2 + math.prod(shape) * 4, POISON, np.uint8)
+            big = raw[GUARD:-GUARD].view(np.float32).reshape(shape)
+            view = list(_reversed_views(big))[view_no]
+            ldims = (view.shape[0], view.shape[3], view.shape[1], view.shape[2])
+            xl = values(ldims, "f32", view_no + seed)
+            if src == "nChw16c":
+                _, co, _ = layout_coords(src, ldims)
+                x = np.zeros((ldims[0], _ceil(ldims[1], 16), ldims[2], ldims[3], 16), np.float32)
+                ok = co[1] < ldims[1]
+                x[ok] = xl[tuple(c[ok] for c in co)]
+            else:
+                x, _ = source_for(xl, src, strided=seed == 1)
+            x_copy = x.copy()
+            want_raw = raw.copy()
+            wbig = want_raw[GUARD:-GUARD].view(np.float32).reshape(shape)
+            list(_reversed_views(wbig))[view_no][...] = xl.transpose(0, 2, 3, 1)
+            for _ in range(2):
+                assert ro.reorder(x, src, "nhwc", dims=ldims, out=view, threads=threads) is view
+                bad = np.flatnonzero(raw != want_raw)
+                assert bad.size == 0, (view_no, seed, bad.size, bad[:5] - GUARD)
+            np.testing.assert_array_equal(x, x_copy)
+
+
+def test_reversed_out_view_of_a_plain_source_is_one_pass(monkeypatch):
+    """A plain source into a reversed plain view never makes a whole result to copy."""
+    from reorder.plan.plans import Plan
+
+    def no_temporary(self):
+        raise AssertionError("a whole temporary result was made")
+    monkeypatch.setattr(Plan, "empty", no_temporary)
+    xl = values((2, 5, 4, 6), "f32")
+    big = np.zeros((2, 5, 4, 6), np.float32)
+    turned = np.zeros((2, 5, 6, 4), np.float32).transpose(0, 1, 3, 2)
+    for view in (big[:, :, ::-1], big[::-1, ::-1], turned[:, ::-1, :, ::-1]):
+        view[...] = 0
+        assert ro.reorder(xl, "nchw", "nchw", out=view) is view
+        np.testing.assert_array_equal(view, xl)
+
+
+def test_reversed_out_view_with_scales():
+    """Per-channel scales: along a reversed dim (the old path) and along another dim (the
+    reversal moves onto the source); both equal numpy's f32 product."""
+    xl = values((2, 6, 4, 5), "f32")
+    scales = np.linspace(0.5, 3.0, 6, dtype=np.float32)
+    want = xl * scales[None, :, None, None]
+    for view_of in (lambda b: b[:, ::-1], lambda b: b[::-1, :, :, ::-1]):
+        big = np.full((2, 6, 4, 5), 7, np.float32)
+        view = view_of(big)
+        for _ in range(2):
+            ro.reorder(xl, "nchw", "nchw", out=view, src_scales=scales, src_scale_mask=2)
+            np.testing.assert_array_equal(view, want)
+        big[...] = 7
+        ro.reorder(xl, "nchw", "nchw", out=view, src_scales=scales, src_scale_mask=2,
+                   sum_beta=1.0)
+        np.testing.assert_array_equal(view, want + 7)
+
+
 # --- bad input ------------------------------------------------------------------------------
 
 def _parent_case():

@@ -14,7 +14,7 @@ from . import interop
 from ..quant import lowbit
 from ..quant.results import Quantized
 from ..core.errors import ReorderError
-from ..core.index_map import IndexMap, as_index_map
+from ..core.index_map import as_index_map, is_index_map
 from ..plan.cache import (QUANTIZE_CALLS, REORDER_CALLS, REORDER_CALLS_WITH_ATTRS,
                           cached_plan)
 
@@ -63,7 +63,7 @@ def _src_desc(x, src, dims, src_dtype):
 
 
 def _dst_desc(src_desc, dst, dtype=None):
-    if isinstance(dst, IndexMap) or (callable(dst) and not isinstance(dst, (str, Desc))):
+    if is_index_map(dst):
         # an index map over the source's logical dims (traced anew each call)
         return as_index_map(dst).desc(src_desc.dims, src_desc.dtype if dtype is None
                                       else as_dtype(dtype))
@@ -99,6 +99,49 @@ def _strided_out_desc(src_desc, dst, dtype, out):
                            f"elements")
     axes = tuple(a._replace(stride=s // out.itemsize) for a, s in zip(ddesc.axes, out.strides))
     return Desc._from_axes(ddesc.dims, ddesc.dtype, axes, ddesc.offset0, ddesc.tag)
+
+
+class _FlippedCall(NamedTuple):
+    """A call into an out= view with reversed axes, run as the source reversed along the same
+    logical dims into the view with those axes turned forwards (views of x and out only)."""
+    x_index: tuple          # per source axis: slice(None, None, -1) to reverse it, else slice()
+    out_index: tuple        # the same per axis of out
+    plan: object = None     # the plan of the two forward views
+    src: object = None      # its source Desc (the fast lookup reads the dtype from it)
+
+    def __call__(self, x, out, threads=None):
+        self.plan(x[self.x_index], out=out[self.out_index], threads=threads)
+        return out
+
+
+def _flip_onto_source(sdesc, arr, ddesc, out, attrs):
+    """A `_FlippedCall` (without its plan) when every reversed axis of the plain strided
+    destination `ddesc` (out's view) can move onto the source: a plain source that `arr`
+    holds exactly, one physical axis per logical dim on both sides, and no scale that
+    varies along a reversed dim (its values would be met in reverse). Else None."""
+    if not sdesc.is_plain or sdesc.offset0 or sdesc.region is not None or ddesc.offset0 \
+            or ddesc.region is not None or len(ddesc.axes) != out.ndim \
+            or len(sdesc.axes) != arr.ndim or arr.shape != tuple(a.extent for a in sdesc.axes) \
+            or any(s != a.stride * arr.itemsize for a, s in zip(sdesc.axes, arr.strides)):
+        return None
+    src_axis = {a.dim: k for k, a in enumerate(sdesc.axes)}
+    if len(src_axis) != arr.ndim or len({a.dim for a in ddesc.axes}) != out.ndim:
+        return None
+    back = slice(None, None, -1)
+    x_index, out_index, mask = [slice(None)] * arr.ndim, [slice(None)] * out.ndim, 0
+    for k, a in enumerate(ddesc.axes):
+        if a.stride < 0 and a.extent > 1:
+            out_index[k] = x_index[src_axis[a.dim]] = back
+            mask |= 1 << a.dim
+    if attrs is not None and (attrs.src_mask | attrs.dst_mask) & mask:
+        return None
+    return _FlippedCall(tuple(x_index), tuple(out_index))
+
+
+def _with_strides(desc, view):
+    """`desc` over the numpy view `view` of the same shape: its strides, in elements."""
+    axes = tuple(a._replace(stride=s // view.itemsize) for a, s in zip(desc.axes, view.strides))
+    return Desc._from_axes(desc.dims, desc.dtype, axes, desc.offset0, desc.tag)
 
 
 def _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask, src_zero_point,
@@ -270,8 +313,19 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
             if strided_key is not None:
                 REORDER_CALLS.put(strided_key, p)
             return p(arr, out=out, threads=threads)
-        # a reversed axis: the kernels walk destinations forwards, so the result is made
-        # whole and copied into the view (a second pass; sum reads the view's old values)
+        flip = _flip_onto_source(sdesc, arr, ddesc, out, attrs)
+        if flip is not None:
+            # x into out[::-1] is x[::-1] into out[::-1][::-1]: reversing the source along
+            # the same logical dims gives a view with forward strides, in one pass
+            p = cached_plan(_with_strides(sdesc, arr[flip.x_index]),
+                            _with_strides(ddesc, out[flip.out_index]), None, attrs)
+            flip = flip._replace(plan=p, src=p.src)
+            if strided_key is not None:
+                REORDER_CALLS.put(strided_key, flip)
+            return flip(arr, out=out, threads=threads)
+        # a reversed axis the source cannot take over (a blocked source, scales along it):
+        # the kernels walk destinations forwards, so the result is made whole and copied into
+        # the view (a second pass; sum reads the view's old values)
         p = cached_plan(sdesc, _dst_desc(sdesc, dst, dtype), None, attrs)
         bind_out(out, ddesc, arr)           # out's dtype, writability, overlap with arr
         tmp = p.empty()

@@ -493,3 +493,260 @@ def test_quantize_into_sub_memory(threads):
     comp = np.zeros(32, np.int64)
     comp[:24] = -128 * qv.astype(np.int64).sum(axis=(1, 2, 3))
     np.testing.assert_array_equal(q.compensation, comp)
+
+
+# --- sum_beta: adding into the old values of a region or a view -----------------------------
+#
+# dst = convert((src_scale * x + beta * old) * (1 / dst_scale)), every step one f32 operation
+# (docs/int8.md: no FMA contraction; 1 / dst_scale computed once in f32); integers saturate,
+# then round half to even. `old` is the raw stored destination value.
+
+SUM_ARITH = {
+    "beta0.5": dict(sum_beta=0.5),
+    "beta1": dict(sum_beta=1.0),
+    "scaled": dict(sum_beta=-0.75, src_scales=4.0, dst_scales=3.0),
+    "per-channel": dict(sum_beta=0.5, src_scales=np.float32([0.5, 1.5, 2.0, 0.25, 3.0]),
+                        src_scale_mask=2, dst_scales=2.0),
+}
+
+
+def _channel_scales(kw, channels):
+    """The arith's src scales for `channels` channels (per-channel ones cycled), or kw as is."""
+    kw = dict(kw)
+    if kw.get("src_scale_mask") == 2:
+        kw["src_scales"] = np.resize(kw["src_scales"], channels).astype(np.float32)
+    return kw
+
+
+def sum_reference(xl, old, dtype, sum_beta, src_scales=None, src_scale_mask=None,
+                  dst_scales=None):
+    """(result in dtype, the f32 value before the conversion) for logical x and old dst."""
+    f32 = np.float32
+    v = xl.astype(f32)
+    if src_scales is not None:
+        s = np.asarray(src_scales, f32)
+        v = v * (s.reshape(1, -1, 1, 1) if src_scale_mask == 2 else f32(s))
+    v = v + f32(sum_beta) * old.astype(f32)
+    if dst_scales is not None:
+        v = v * (f32(1) / f32(dst_scales))
+    assert v.dtype == f32
+    if dtype == "f32":
+        return v, v
+    if dtype == "bf16":
+        # bf16 flushes f32 denormals to zero; keep them out of the reference's way
+        assert not np.any((v != 0) & (np.abs(v) < np.finfo(f32).tiny))
+        return v.astype(ml_dtypes.bfloat16), v
+    assert dtype == "s8"
+    return np.rint(np.clip(v, f32(-128), f32(127))).astype(np.int8), v
+
+
+def sum_source(shape, dtype, seed=0):
+    """f32 source values; for an s8 result multiples of 1/8, so that exact halves (ties of
+    the rounding) occur."""
+    x = values(shape, "f32", seed)
+    return (np.round(x * 8) / 8).astype(np.float32) if dtype == "s8" else x
+
+
+def prefill(shape, dtype, seed):
+    """Known non-zero values (padding lanes included), |s8| up to 120 so that sums saturate."""
+    rng = np.random.default_rng(seed)
+    sign = rng.choice(np.int8([-1, 1]), shape)
+    if dtype == "s8":
+        return (rng.integers(1, 121, shape).astype(np.int8) * sign).astype(np.int8)
+    return (rng.uniform(0.5, 4.0, shape).astype(np.float32) * sign).astype(DTYPES[dtype])
+
+
+def region_values(tag, pdims, phys, rdims, offsets):
+    """The logical values of region (rdims at offsets) read out of the parent's physical
+    array through the layout's definition."""
+    _, co, _ = layout_coords(tag, pdims)
+    inside = np.ones(phys.shape, bool)
+    for d, c in enumerate(co):
+        inside &= (c >= offsets[d]) & (c < offsets[d] + rdims[d])
+    assert inside.sum() == math.prod(rdims)
+    got = np.zeros(rdims, phys.dtype)
+    got[tuple(c[inside] - offsets[d] for d, c in enumerate(co))] = phys[inside]
+    return got
+
+
+# (parent tag, parent dims, region dims, offsets, source tag)
+SUM_REGIONS = [
+    ("nChw16c", (2, 41, 5, 3), (2, 25, 5, 3), (0, 16, 0, 0), "nchw"),    # to the end, padded
+    ("nChw16c", (2, 41, 5, 3), (2, 9, 5, 3), (0, 32, 0, 0), "nhwc"),     # the last block alone
+    ("nChw16c", (3, 35, 4, 6), (1, 19, 2, 5), (1, 16, 1, 1), "nchw"),    # every dim cut
+    ("nChw16c", (2, 41, 5, 3), (2, 25, 5, 3), (0, 16, 0, 0), "nChw16c"),
+    ("nChw16c", (2, 48, 5, 3), (2, 16, 5, 3), (0, 16, 0, 0), "nchw"),    # a middle block
+    ("nChw8c", (2, 17, 3, 3), (1, 1, 1, 1), (1, 16, 2, 0), "nchw"),      # size 1 (padded)
+    ("nChw8c", (2, 24, 3, 3), (2, 0, 3, 3), (0, 8, 0, 0), "nchw"),       # zero-size
+    ("OIhw16i16o", (40, 35, 3, 3), (24, 19, 3, 3), (16, 16, 0, 0), "oihw"),
+    ("OIhw16i16o", (40, 35, 3, 3), (24, 35, 3, 3), (16, 0, 0, 0), "hwio"),
+    ("OIhw16i16o", (40, 35, 3, 3), (24, 19, 3, 3), (16, 16, 0, 0), "OIhw4i16o4i"),
+    ("OIhw4i16o4i", (40, 35, 3, 3), (24, 19, 3, 3), (16, 16, 0, 0), "oihw"),
+    ("nchw", (2, 7, 9, 11), (2, 3, 4, 5), (0, 2, 3, 6), "nchw"),         # plain parents
+    ("nchw", (2, 7, 9, 11), (1, 3, 9, 11), (1, 4, 0, 0), "nhwc"),
+    ("nhwc", (2, 7, 9, 11), (2, 3, 4, 5), (0, 4, 3, 6), "nchw"),
+    ("nhwc", (2, 40, 9, 11), (2, 3, 9, 11), (0, 37, 0, 0), "nchw"),
+]
+
+
+def run_region_sum(ptag, pdims, rdims, offsets, stag, dtype, arith, threads):
+    """Two calls with sum into a region of a prefilled parent (the second with another beta:
+    the cached plan with this call's values). Each time the region holds the reference over
+    its own old values, the region's padding is zero, every other byte of the parent and the
+    guards around it is unchanged, and x is unmodified."""
+    np_dtype = DTYPES[dtype]
+    parent = Desc(pdims, dtype, ptag)
+    shape, _, _ = layout_coords(ptag, pdims)
+    assert parent.physical_shape == shape
+    raw, out = poisoned(math.prod(shape) * np.dtype(np_dtype).itemsize, np_dtype, shape)
+    out[...] = prefill(shape, dtype, 5)
+    xl = sum_source(rdims, dtype)
+    x, stag = source_for(xl, stag, False)
+    x_copy = x.copy()
+    sub = sub_desc(parent, rdims, offsets)
+    if arith.get("src_scale_mask") == 2 and rdims[1] == 0:
+        pytest.skip("no channels to give per-channel scales")
+    kw = _channel_scales(arith, rdims[1])
+    for beta in (kw["sum_beta"], -2 * kw["sum_beta"]):
+        kw["sum_beta"] = beta
+        before = out.copy()
+        old = region_values(ptag, pdims, before, rdims, offsets)
+        want_l, v = sum_reference(xl, old, dtype, **kw)
+        if dtype == "s8" and "dst_scales" not in kw and v.size >= 64:
+            assert np.any(v - np.floor(v) == 0.5)           # ties were met
+        res = ro.reorder(x, stag, sub, dims=rdims, out=out, threads=threads, **kw)
+        assert res is out
+        np.testing.assert_array_equal(x, x_copy)
+        check_bytes(raw, expected_parent(ptag, pdims, before, want_l, rdims, offsets))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("arith", list(SUM_ARITH), ids=str)
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "s8"])
+@pytest.mark.parametrize("case", SUM_REGIONS,
+                         ids=lambda c: f"{c[0]}-{'x'.join(map(str, c[2]))}-{c[4]}")
+def test_sum_into_sub_memory(case, dtype, arith, threads):
+    """f32 into a region of an f32 / bf16 / s8 parent with sum_beta (and scales)."""
+    run_region_sum(*case, dtype, SUM_ARITH[arith], threads)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["f32", "s8"])
+@pytest.mark.parametrize("stag", ["nchw", "nhwc"])
+def test_sum_into_a_larger_sub_memory(stag, dtype, threads):
+    """A region big enough for two threads: 34 channels from 16 to the parent's end (50)."""
+    pdims, rdims, offsets = (2, 50, 40, 40), (2, 34, 40, 40), (0, 16, 0, 0)
+    sub = sub_desc(Desc(pdims, dtype, "nChw16c"), rdims, offsets)
+    assert ro.plan(Desc(rdims, "f32", stag), sub, sum_beta=0.5).nthreads(2) == 2
+    run_region_sum("nChw16c", pdims, rdims, offsets, stag, dtype, SUM_ARITH["scaled"], threads)
+
+
+def test_sum_refusals_name_the_problem():
+    """Sum without the old destination, with a dst zero point, with a low-bit type and with a
+    non-number beta is refused, naming it, and nothing is written."""
+    pdims, rdims, offsets = (2, 41, 5, 3), (2, 25, 5, 3), (0, 16, 0, 0)
+    xl = values(rdims, "f32")
+    for dtype in ("f32", "s8"):
+        parent = Desc(pdims, dtype, "nChw16c")
+        sub = sub_desc(parent, rdims, offsets)
+        raw, out = poisoned(parent.nbytes, DTYPES[dtype], parent.physical_shape)
+        with pytest.raises(ro.ReorderError, match=r"adds 0\.5 \* the old destination .*out="):
+            ro.reorder(xl, "nchw", sub, sum_beta=0.5)
+        with pytest.raises(TypeError, match="sum_beta must be a number"):
+            ro.reorder(xl, "nchw", sub, out=out, sum_beta=True)
+        if dtype == "s8":
+            with pytest.raises(ro.ReorderError, match="sum_beta cannot be combined with a "
+                                                      "dst_zero_point"):
+                ro.reorder(xl, "nchw", sub, out=out, sum_beta=0.5, dst_zero_point=3)
+        check_bytes(raw, np.full(parent.nbytes, POISON, np.uint8))
+    with pytest.raises(ro.ReorderError, match="sum_beta is not supported with low-bit"):
+        ro.reorder(xl, "nchw", "nchw", dtype="s4", packed=False, sum_beta=0.5,
+                   out=np.zeros(rdims, ml_dtypes.int4))
+
+
+# --- sum_beta into strided out= views -------------------------------------------------------
+
+# (name, the view of an (N, C, H, W) base, dst tag, the logical dims the view reverses)
+SUM_VIEWS = [
+    ("stepped", lambda b: b[:, ::2], "nchw", ()),
+    ("transposed", lambda b: b.transpose(0, 2, 3, 1), "nhwc", ()),
+    ("swapped", lambda b: b.transpose(0, 1, 3, 2)[:, :, 1:], "nchw", ()),
+    ("reversed", lambda b: b[:, ::-1], "nchw", (1,)),
+    ("reversed-transposed", lambda b: b.transpose(0, 2, 3, 1)[:, ::-1, :, ::2], "nhwc", (2,)),
+]
+
+
+def _as_logical(view, dst_tag):
+    return view if dst_tag == "nchw" else view.transpose(0, 3, 1, 2)
+
+
+def run_view_sum(shape, view_of, dst_tag, reversed_dims, src, dtype, arith, threads, made):
+    """Two calls with sum into a view of a prefilled base inside guards (the second with
+    another beta). `made` counts the whole temporary results (Plan.empty calls): one per
+    call exactly when a reversed dim cannot move onto the source (a blocked source, or a
+    scale varying along it)."""
+    np_dtype = DTYPES[dtype]
+    raw = np.full(GUARD * 2 + math.prod(shape) * np.dtype(np_dtype).itemsize, POISON, np.uint8)
+    big = raw[GUARD:-GUARD].view(np_dtype).reshape(shape)
+    big[...] = prefill(shape, dtype, 9)
+    view = view_of(big)
+    assert not view.flags.c_contiguous
+    ldims = _as_logical(view, dst_tag).shape
+    xl = sum_source(ldims, dtype, 4)
+    x, _ = source_for(xl, src, src == "nhwc")
+    x_copy = x.copy()
+    kw = _channel_scales(arith, ldims[1])
+    whole = bool(reversed_dims) and (src not in _SRC_PHYS or (
+        kw.get("src_scale_mask") == 2 and 1 in reversed_dims))
+    for beta in (kw["sum_beta"], -2 * kw["sum_beta"]):
+        kw["sum_beta"] = beta
+        want_raw = raw.copy()
+        wview = _as_logical(view_of(want_raw[GUARD:-GUARD].view(np_dtype).reshape(shape)),
+                            dst_tag)
+        wview[...] = sum_reference(xl, wview.copy(), dtype, **kw)[0]
+        del made[:]
+        assert ro.reorder(x, src, dst_tag, dims=ldims, out=view, threads=threads,
+                          dtype=dtype, **kw) is view
+        assert len(made) == whole, (len(made), whole)
+        bad = np.flatnonzero(raw != want_raw)
+        assert bad.size == 0, (bad.size, bad[:5] - GUARD)
+        np.testing.assert_array_equal(x, x_copy)
+
+
+@pytest.fixture
+def temporaries(monkeypatch):
+    """The list of Plan.empty calls (whole temporary results) made from here on."""
+    from reorder.plan.plans import Plan
+    made, empty = [], Plan.empty
+
+    def counted(self):
+        made.append(self)
+        return empty(self)
+    monkeypatch.setattr(Plan, "empty", counted)
+    return made
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("arith", list(SUM_ARITH), ids=str)
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "s8"])
+@pytest.mark.parametrize("src", ["nchw", "nhwc", "nChw16c"])
+def test_sum_into_strided_out_view(src, dtype, arith, threads, temporaries):
+    """sum into stepped, transposed and reversed views: reversed ones take one pass from a
+    plain source (the reversal moves onto it) and a whole result and a copy from a blocked
+    source (or a scale along the reversed dim); the copy must start from the view's old
+    values."""
+    for name, view_of, dst_tag, rev in SUM_VIEWS:
+        run_view_sum((3, 10, 9, 12), view_of, dst_tag, rev, src, dtype, SUM_ARITH[arith],
+                     threads, temporaries)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("src", ["nchw", "nChw16c"])
+def test_sum_into_a_larger_strided_out_view(src, threads, temporaries):
+    """Views big enough for two threads, stepped and reversed along C (both paths)."""
+    shape = (2, 64, 40, 40)
+    assert ro.plan(Desc((2, 32, 40, 40), "f32", src), "nchw", sum_beta=0.5).nthreads(2) == 2
+    for name, view_of, dst_tag, rev in SUM_VIEWS:
+        if name in ("stepped", "reversed"):
+            run_view_sum(shape, view_of, dst_tag, rev, src, "f32", SUM_ARITH["beta0.5"],
+                         threads, temporaries)

@@ -79,6 +79,12 @@ def _dst_desc(src_desc, dst, dtype=None):
     return Desc(src_desc.dims, src_desc.dtype if dtype is None else as_dtype(dtype), dst)
 
 
+def _with_strides(desc, view):
+    """`desc` over the numpy view `view` of the same shape: its strides, in elements."""
+    axes = tuple(a._replace(stride=s // view.itemsize) for a, s in zip(desc.axes, view.strides))
+    return Desc._from_axes(desc.dims, desc.dtype, axes, desc.offset0, desc.tag)
+
+
 def _strided_out_desc(src_desc, dst, dtype, out):
     """The destination Desc of a strided `out=` view (steps, negative or transposed strides):
     dst's layout with out's own strides, so the kernels write into the view and nothing else
@@ -97,8 +103,7 @@ def _strided_out_desc(src_desc, dst, dtype, out):
         raise ReorderError(f"out has byte strides {out.strides}, not multiples of its "
                            f"{out.itemsize}-byte elements; a strided out= must step by whole "
                            f"elements")
-    axes = tuple(a._replace(stride=s // out.itemsize) for a, s in zip(ddesc.axes, out.strides))
-    return Desc._from_axes(ddesc.dims, ddesc.dtype, axes, ddesc.offset0, ddesc.tag)
+    return _with_strides(ddesc, out)
 
 
 class _FlippedCall(NamedTuple):
@@ -107,7 +112,11 @@ class _FlippedCall(NamedTuple):
     x_index: tuple          # per source axis: slice(None, None, -1) to reverse it, else slice()
     out_index: tuple        # the same per axis of out
     plan: object = None     # the plan of the two forward views
-    src: object = None      # its source Desc (the fast lookup reads the dtype from it)
+
+    @property
+    def src(self):
+        """The plan's source Desc (the fast lookup reads the dtype from it)."""
+        return self.plan.src
 
     def __call__(self, x, out, threads=None):
         self.plan(x[self.x_index], out=out[self.out_index], threads=threads)
@@ -136,12 +145,6 @@ def _flip_onto_source(sdesc, arr, ddesc, out, attrs):
     if attrs is not None and (attrs.src_mask | attrs.dst_mask) & mask:
         return None
     return _FlippedCall(tuple(x_index), tuple(out_index))
-
-
-def _with_strides(desc, view):
-    """`desc` over the numpy view `view` of the same shape: its strides, in elements."""
-    axes = tuple(a._replace(stride=s // view.itemsize) for a, s in zip(desc.axes, view.strides))
-    return Desc._from_axes(desc.dims, desc.dtype, axes, desc.offset0, desc.tag)
 
 
 def _attrs(src_scales, src_scale_mask, dst_scales, dst_scale_mask, src_zero_point,
@@ -319,7 +322,7 @@ def reorder(x, src, dst, *, dims=None, out=None, threads=None, src_dtype=None, d
             # the same logical dims gives a view with forward strides, in one pass
             p = cached_plan(_with_strides(sdesc, arr[flip.x_index]),
                             _with_strides(ddesc, out[flip.out_index]), None, attrs)
-            flip = flip._replace(plan=p, src=p.src)
+            flip = flip._replace(plan=p)
             if strided_key is not None:
                 REORDER_CALLS.put(strided_key, flip)
             return flip(arr, out=out, threads=threads)

@@ -13,9 +13,11 @@ Per element, in f32 (spec §3.2, the oneDNN order):
     v = v * scale_adjust                           (compensated weights)
     dst = convert(v)                               (saturate, then round half to even)
 
-Each (src, dst) type pair gets its own specialised loops through two fused types; f16 and
-bf16 are distinct one-field structs so that the compiler sees distinct element types. The
-type conversions are branch-free C (selects), so gcc vectorises the typed loops.
+The portable code here specialises per element type, never per pair: a run is loaded into
+an f32 row by its source type's loader, the arithmetic runs on that row, and the row is
+stored by the destination type's storer; the walkers between them move bytes and know the
+types by code. The type pairs that need code of their own are the SIMD kernels'. The type
+conversions are branch-free C (selects), so gcc vectorises the typed loops.
 
 Compensation (spec §4): the kernel adds every stored s8 value q into acc[comp index], the
 comp index being walked through the per-node strides `cs` of common/nodes.pxd. Threads split one
@@ -187,25 +189,9 @@ ctypedef struct f16_t:
 ctypedef struct bf16_t:
     uint16_t bits
 
-# Two fused types with the same members, so that src and dst specialise independently.
-ctypedef fused src_t:
-    float
-    double
-    f16_t
-    bf16_t
-    int8_t
-    uint8_t
-    int32_t
-
-ctypedef fused dst_t:
-    float
-    double
-    f16_t
-    bf16_t
-    int8_t
-    uint8_t
-    int32_t
-
+# The element types; f16 and bf16 are distinct one-field structs so that the compiler sees
+# distinct types. Only the leaves that touch elements specialise on it, once per type; the
+# walkers move bytes and name the types by code (QCtx.scode, dcode).
 ctypedef fused any_t:
     float
     double
@@ -221,6 +207,7 @@ DSIZE = (4, 8, 2, 2, 1, 1, 4)       # element bytes by code
 
 cdef enum:
     CH = 256            # elements per chunk of the f32 scratch row
+    C_S8 = 4            # the code of int8_t, whose stores compensation sums
 
 
 cdef struct QCtx:
@@ -242,6 +229,10 @@ cdef struct QCtx:
     rq_row_fn row           # SIMD conversion of contiguous runs for this dtype pair, or NULL
     rq_grid_fn grid         # SIMD conversion of a grid of short runs, or NULL
     const rq_math_t* m      # the same arithmetic, as the SIMD code takes it
+    int scode               # the element types (CODES), set per call
+    int dcode
+    int64_t ssz             # their sizes in bytes: the walkers' offsets are in elements
+    int64_t dsz
 
 
 cdef inline float to_f32(any_t v) noexcept nogil:
@@ -270,25 +261,16 @@ cdef inline void from_f32(float v, any_t* out) noexcept nogil:
         out[0] = v
 
 
-cdef inline void _zero_run(dst_t* d, int64_t n, int64_t dI) noexcept nogil:
-    cdef int64_t j
-    cdef dst_t z
-    if n <= 0:
-        return
-    if dI == 1:
-        memset(d, 0, n * sizeof(dst_t))
-        return
-    memset(&z, 0, sizeof(dst_t))
-    for j in range(n):
-        d[j * dI] = z
+# ---------------------------------------------------------------------------------------------
+# leaves: one element type each, between its elements and f32 rows. A conversion is a load
+# row, the arithmetic on f32, a store row: a pair of types costs no code of its own here.
 
-
-cdef inline void _load_row(const src_t* s, int64_t sI, float* t, int64_t m) noexcept nogil:
+cdef inline void _load_row(const any_t* s, int64_t sI, float* t, int64_t m) noexcept nogil:
     cdef int64_t j
-    if sI == 1 and src_t is f16_t:
+    if sI == 1 and any_t is f16_t:
         if rq_row_f16_to_f32(s, t, m):
             return
-    elif sI == 1 and src_t is bf16_t:
+    elif sI == 1 and any_t is bf16_t:
         if rq_row_bf16_to_f32(s, t, m):
             return
     if sI == 1:
@@ -299,12 +281,12 @@ cdef inline void _load_row(const src_t* s, int64_t sI, float* t, int64_t m) noex
             t[j] = to_f32(s[j * sI])
 
 
-cdef inline void _store_row(const float* t, dst_t* d, int64_t dI, int64_t m) noexcept nogil:
+cdef inline void _store_row(const float* t, any_t* d, int64_t dI, int64_t m) noexcept nogil:
     cdef int64_t j
-    if dI == 1 and dst_t is f16_t:
+    if dI == 1 and any_t is f16_t:
         if rq_row_f32_to_f16(t, d, m):
             return
-    elif dI == 1 and dst_t is bf16_t:
+    elif dI == 1 and any_t is bf16_t:
         if rq_row_f32_to_bf16(t, d, m):
             return
     if dI == 1:
@@ -313,6 +295,188 @@ cdef inline void _store_row(const float* t, dst_t* d, int64_t dI, int64_t m) noe
     else:
         for j in range(m):
             from_f32(t[j], &d[j * dI])
+
+
+cdef inline void _sum_row(float* t, const any_t* d, int64_t dI, float beta,
+                          int64_t m) noexcept nogil:
+    cdef int64_t j
+    if dI == 1:
+        for j in range(m):
+            t[j] = t[j] + beta * to_f32(d[j])
+    else:
+        for j in range(m):
+            t[j] = t[j] + beta * to_f32(d[j * dI])
+
+
+cdef inline void _gather16(const any_t* s, const int64_t* off, int64_t b, uint32_t lanes,
+                           float* t) noexcept nogil:
+    """t[a] = s[off[a] + b] for the lanes set in `lanes` (the others are not read)."""
+    cdef int a
+    for a in range(16):
+        if (lanes >> a) & 1:
+            t[a] = to_f32(s[off[a] + b])
+
+
+cdef inline void _sum16(float* t, const any_t* d, float beta, uint32_t lanes) noexcept nogil:
+    cdef int a
+    for a in range(16):
+        if (lanes >> a) & 1:
+            t[a] = t[a] + beta * to_f32(d[a])
+
+
+cdef inline void _store16(const float* t, any_t* d, uint32_t lanes) noexcept nogil:
+    """d[a] = t[a] for the lanes set in `lanes`, zero for the others."""
+    cdef int a
+    for a in range(16):
+        if (lanes >> a) & 1:
+            from_f32(t[a], &d[a])
+        else:
+            memset(&d[a], 0, sizeof(any_t))
+
+
+# the same leaves by type code (the walkers' view of an element: bytes and a code)
+
+cdef inline void _load_any(int code, const char* s, int64_t sI, float* t, int64_t m) noexcept nogil:
+    if code == 0:
+        _load_row(<const float*>s, sI, t, m)
+    elif code == 1:
+        _load_row(<const double*>s, sI, t, m)
+    elif code == 2:
+        _load_row(<const f16_t*>s, sI, t, m)
+    elif code == 3:
+        _load_row(<const bf16_t*>s, sI, t, m)
+    elif code == 4:
+        _load_row(<const int8_t*>s, sI, t, m)
+    elif code == 5:
+        _load_row(<const uint8_t*>s, sI, t, m)
+    else:
+        _load_row(<const int32_t*>s, sI, t, m)
+
+
+cdef inline void _store_any(int code, const float* t, char* d, int64_t dI, int64_t m) noexcept nogil:
+    if code == 0:
+        _store_row(t, <float*>d, dI, m)
+    elif code == 1:
+        _store_row(t, <double*>d, dI, m)
+    elif code == 2:
+        _store_row(t, <f16_t*>d, dI, m)
+    elif code == 3:
+        _store_row(t, <bf16_t*>d, dI, m)
+    elif code == 4:
+        _store_row(t, <int8_t*>d, dI, m)
+    elif code == 5:
+        _store_row(t, <uint8_t*>d, dI, m)
+    else:
+        _store_row(t, <int32_t*>d, dI, m)
+
+
+cdef inline void _sum_any(int code, float* t, const char* d, int64_t dI, float beta,
+                   int64_t m) noexcept nogil:
+    if code == 0:
+        _sum_row(t, <const float*>d, dI, beta, m)
+    elif code == 1:
+        _sum_row(t, <const double*>d, dI, beta, m)
+    elif code == 2:
+        _sum_row(t, <const f16_t*>d, dI, beta, m)
+    elif code == 3:
+        _sum_row(t, <const bf16_t*>d, dI, beta, m)
+    elif code == 4:
+        _sum_row(t, <const int8_t*>d, dI, beta, m)
+    elif code == 5:
+        _sum_row(t, <const uint8_t*>d, dI, beta, m)
+    else:
+        _sum_row(t, <const int32_t*>d, dI, beta, m)
+
+
+cdef void _gather16_any(int code, const char* s, const int64_t* off, int64_t b, uint32_t lanes,
+                        float* t) noexcept nogil:
+    if code == 0:
+        _gather16(<const float*>s, off, b, lanes, t)
+    elif code == 1:
+        _gather16(<const double*>s, off, b, lanes, t)
+    elif code == 2:
+        _gather16(<const f16_t*>s, off, b, lanes, t)
+    elif code == 3:
+        _gather16(<const bf16_t*>s, off, b, lanes, t)
+    elif code == 4:
+        _gather16(<const int8_t*>s, off, b, lanes, t)
+    elif code == 5:
+        _gather16(<const uint8_t*>s, off, b, lanes, t)
+    else:
+        _gather16(<const int32_t*>s, off, b, lanes, t)
+
+
+cdef void _sum16_any(int code, float* t, const char* d, float beta, uint32_t lanes) noexcept nogil:
+    if code == 0:
+        _sum16(t, <const float*>d, beta, lanes)
+    elif code == 1:
+        _sum16(t, <const double*>d, beta, lanes)
+    elif code == 2:
+        _sum16(t, <const f16_t*>d, beta, lanes)
+    elif code == 3:
+        _sum16(t, <const bf16_t*>d, beta, lanes)
+    elif code == 4:
+        _sum16(t, <const int8_t*>d, beta, lanes)
+    elif code == 5:
+        _sum16(t, <const uint8_t*>d, beta, lanes)
+    else:
+        _sum16(t, <const int32_t*>d, beta, lanes)
+
+
+cdef void _store16_any(int code, const float* t, char* d, uint32_t lanes) noexcept nogil:
+    if code == 0:
+        _store16(t, <float*>d, lanes)
+    elif code == 1:
+        _store16(t, <double*>d, lanes)
+    elif code == 2:
+        _store16(t, <f16_t*>d, lanes)
+    elif code == 3:
+        _store16(t, <bf16_t*>d, lanes)
+    elif code == 4:
+        _store16(t, <int8_t*>d, lanes)
+    elif code == 5:
+        _store16(t, <uint8_t*>d, lanes)
+    else:
+        _store16(t, <int32_t*>d, lanes)
+
+
+cdef inline void _zero_run(char* d, int64_t n, int64_t dI, int64_t dsz) noexcept nogil:
+    """n zero elements of dsz bytes, dI elements apart."""
+    cdef int64_t j
+    if n <= 0:
+        return
+    if dI == 1:
+        memset(d, 0, n * dsz)
+        return
+    for j in range(n):
+        memset(d + j * dI * dsz, 0, dsz)
+
+
+cdef inline void _arith_row(float* t, const char* d, int64_t dI, const QCtx* c,
+                            const float* ssc, int64_t sk, const float* dsc, int64_t dk,
+                            int64_t m) noexcept nogil:
+    """The arithmetic of m elements on their f32 row t, in the oneDNN order (d: the dst
+    elements a sum reads)."""
+    cdef int64_t j
+    cdef float zp
+    if c.has_szp:
+        zp = c.szp
+        for j in range(m):
+            t[j] = t[j] - zp
+    if c.has_sscale:
+        _scale_row(t, ssc, sk, m)
+    if c.has_sum:
+        _sum_any(c.dcode, t, d, dI, c.beta, m)
+    if c.has_dscale:
+        _scale_row(t, dsc, dk, m)
+    if c.has_dzp:
+        zp = c.dzp
+        for j in range(m):
+            t[j] = t[j] + zp
+    if c.has_adj:
+        zp = c.adj
+        for j in range(m):
+            t[j] = t[j] * zp
 
 
 cdef inline void _scale_row(float* t, const float* sc, int64_t kI, int64_t m) noexcept nogil:
@@ -331,73 +495,45 @@ cdef inline void _scale_row(float* t, const float* sc, int64_t kI, int64_t m) no
             t[j] = t[j] * sc[j * kI]
 
 
-cdef inline void _sum_row(float* t, const dst_t* d, int64_t dI, float beta, int64_t m) noexcept nogil:
-    cdef int64_t j
-    if dI == 1:
-        for j in range(m):
-            t[j] = t[j] + beta * to_f32(d[j])
-    else:
-        for j in range(m):
-            t[j] = t[j] + beta * to_f32(d[j * dI])
-
-
-cdef inline void _run(const src_t* s, dst_t* d, int64_t n, int64_t sI, int64_t dI,
+cdef inline void _run(const char* s, char* d, int64_t n, int64_t sI, int64_t dI,
                       const QCtx* c, int64_t ko, int64_t kI, int64_t co, int64_t cI) noexcept nogil:
-    """Convert one inner run of n valid elements (strides sI, dI; scale index ko + j*kI;
-    comp index co + j*cI) through an f32 scratch row, CH elements at a time; a run that is
-    contiguous on both sides goes through the SIMD row in one pass instead."""
+    """Convert one inner run of n valid elements (strides sI, dI elements; scale index
+    ko + j*kI; comp index co + j*cI) through an f32 scratch row, CH elements at a time; a run
+    that is contiguous on both sides goes through the SIMD row in one pass instead."""
     cdef float t[CH]
     cdef int64_t b, m, j
     cdef int32_t racc = 0
-    cdef float zp
+    cdef const int8_t* q
     # element j's scales: ssc[j * sk], dsc[j * dk] (one value when unmasked)
     cdef int64_t sk = kI if c.sscale_masked else 0
     cdef int64_t dk = kI if c.dscale_masked else 0
     cdef const float* ssc = c.sscale + ko if c.sscale_masked else c.sscale
     cdef const float* dsc = c.dinv + ko if c.dscale_masked else c.dinv
-    if c.row != NULL and sI == 1 and dI == 1 and (dst_t is not int8_t or c.acc == NULL):
+    if c.row != NULL and sI == 1 and dI == 1 and (c.dcode != C_S8 or c.acc == NULL):
         if sk <= 1 and dk <= 1:
             c.row(s, d, n, ssc, sk, dsc, dk, c.m)
             return
     b = 0
     while b < n:
         m = n - b if n - b < CH else CH
-        _load_row(s + b * sI, sI, t, m)
-        if c.has_szp:
-            zp = c.szp
-            for j in range(m):
-                t[j] = t[j] - zp
-        if c.has_sscale:
-            _scale_row(t, ssc + b * sk, sk, m)
-        if c.has_sum:
-            _sum_row(t, d + b * dI, dI, c.beta, m)
-        if c.has_dscale:
-            _scale_row(t, dsc + b * dk, dk, m)
-        if c.has_dzp:
-            zp = c.dzp
-            for j in range(m):
-                t[j] = t[j] + zp
-        if c.has_adj:
-            zp = c.adj
-            for j in range(m):
-                t[j] = t[j] * zp
-        _store_row(t, d + b * dI, dI, m)
-        if dst_t is int8_t:
-            if c.acc != NULL:
-                if cI == 0:
-                    if dI == 1:
-                        for j in range(m):
-                            racc = racc + d[b + j]
-                    else:
-                        for j in range(m):
-                            racc = racc + d[(b + j) * dI]
+        _load_any(c.scode, s + b * sI * c.ssz, sI, t, m)
+        _arith_row(t, d + b * dI * c.dsz, dI, c, ssc + b * sk, sk, dsc + b * dk, dk, m)
+        _store_any(c.dcode, t, d + b * dI * c.dsz, dI, m)
+        if c.dcode == C_S8 and c.acc != NULL:
+            q = <const int8_t*>d + b * dI
+            if cI == 0:
+                if dI == 1:
+                    for j in range(m):
+                        racc = racc + q[j]
                 else:
                     for j in range(m):
-                        c.acc[co + (b + j) * cI] += d[(b + j) * dI]
+                        racc = racc + q[j * dI]
+            else:
+                for j in range(m):
+                    c.acc[co + (b + j) * cI] += q[j * dI]
         b += m
-    if dst_t is int8_t:
-        if c.acc != NULL and cI == 0:
-            c.acc[co] += racc
+    if c.dcode == C_S8 and c.acc != NULL and cI == 0:
+        c.acc[co] += racc
 
 
 cdef inline void _walk_start_split(const NodeList* p, Walk* w, int64_t lo, int split,
@@ -415,25 +551,26 @@ cdef enum:
     SLAB_CHUNK = 8192
 
 
-cdef void _slab(const src_t* s, dst_t* d, const QCtx* c, const QCtx* cc, const Walk* w,
+cdef void _slab(const char* s, char* d, const QCtx* c, const QCtx* cc, const Walk* w,
                 int64_t R, int64_t L, int64_t nvalid) noexcept nogil:
     """R rows of L lanes from walk position w, dense on both sides, as one run: every lane
     converts (the source holds the padding lanes: the plan checked it), then the lanes from
     nvalid on are zeroed, a chunk at a time while it is in cache (cc: the context with
     cached stores)."""
     cdef int64_t r, m
-    cdef int64_t step = SLAB_CHUNK // (L * <int64_t>sizeof(dst_t))
+    cdef int64_t step = SLAB_CHUNK // (L * c.dsz)
+    cdef const char* sw = s + w.so * c.ssz
+    cdef char* dw = d + w.do * c.dsz
     if nvalid == L:
-        _run(s + w.so, d + w.do, R * L, 1, 1, c, w.ko, 0, w.co, 0)
+        _run(sw, dw, R * L, 1, 1, c, w.ko, 0, w.co, 0)
         return
     if step < 1:
         step = 1
     r = 0
     while r < R:
         m = R - r if R - r < step else step
-        _run(s + w.so + r * L, d + w.do + r * L, m * L, 1, 1, cc, w.ko, 0, w.co, 0)
-        mask_lanes(<char*>(d + w.do + r * L), <const char*>(d + w.do + r * L), m,
-                   L * sizeof(dst_t), nvalid * sizeof(dst_t))
+        _run(sw + r * L * c.ssz, dw + r * L * c.dsz, m * L, 1, 1, cc, w.ko, 0, w.co, 0)
+        mask_lanes(dw + r * L * c.dsz, dw + r * L * c.dsz, m, L * c.dsz, nvalid * c.dsz)
         r += m
 
 
@@ -482,7 +619,7 @@ cdef inline void _bounds_at(const NodeList* p, const Walk* w, int64_t r, int64_t
     walk_bounds(p, &v, nvalid, nwrite)
 
 
-cdef inline void _grid(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c,
+cdef inline void _grid(const char* s, char* d, const NodeList* p, const QCtx* c,
                        const Walk* w, int64_t cols, int64_t rows, int64_t nvalid, int64_t nwrite,
                        int64_t nvl, int64_t nwl) noexcept nogil:
     """From walk position w: `cols` steps of node p.n - 3 (1: none) of `rows` rows of node
@@ -498,10 +635,10 @@ cdef inline void _grid(const src_t* s, dst_t* d, const NodeList* p, const QCtx* 
     g.dk = p.ks[last] if c.dscale_masked else 0
     g.ssc = c.sscale + w.ko if c.sscale_masked else c.sscale
     g.dinv = c.dinv + w.ko if c.dscale_masked else c.dinv
-    c.grid(s + w.so, d + w.do, &g, c.m)
+    c.grid(s + w.so * c.ssz, d + w.do * c.dsz, &g, c.m)
 
 
-cdef inline int64_t _grid_at(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c,
+cdef inline int64_t _grid_at(const char* s, char* d, const NodeList* p, const QCtx* c,
                              Walk* w, int64_t left, int cross, int split, int64_t base,
                              int64_t it, int64_t nvalid, int64_t nwrite) noexcept nogil:
     """Runs a grid from walk position w when one fits in the `left` iterations of the range
@@ -533,7 +670,7 @@ cdef inline int64_t _grid_at(const src_t* s, dst_t* d, const NodeList* p, const 
     return k
 
 
-cdef void _walk_range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c,
+cdef void _walk_range(const char* s, char* d, const NodeList* p, const QCtx* c,
                       int64_t lo, int64_t hi, int split, int64_t base, int64_t slab,
                       int grid) noexcept nogil:
     """Outer iterations [lo, hi) of node list p. When split >= 0, p is a thread's copy whose
@@ -550,6 +687,7 @@ cdef void _walk_range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c
     cdef int last = p.n - 1
     cdef int64_t it, nvalid, nwrite, R = 0, k = 0
     cdef int64_t sI = p.ss[last], dI = p.ds[last], kI = p.ks[last], cI = p.cs[last]
+    cdef int64_t ssz = c.ssz, dsz = c.dsz
     cdef QCtx cc
     cdef rq_math_t mc
     if slab > 0:
@@ -578,9 +716,9 @@ cdef void _walk_range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c
             it += k
             continue
         if nvalid > 0:
-            _run(s + w.so, d + w.do, nvalid, sI, dI, c, w.ko, kI, w.co, cI)
+            _run(s + w.so * ssz, d + w.do * dsz, nvalid, sI, dI, c, w.ko, kI, w.co, cI)
         if nwrite > nvalid:
-            _zero_run(d + w.do + nvalid * dI, nwrite - nvalid, dI)
+            _zero_run(d + (w.do + nvalid * dI) * dsz, nwrite - nvalid, dI, dsz)
         walk_next(p, &w)
         it += 1
 
@@ -617,39 +755,39 @@ cdef struct TileSpec:
     int64_t cols_first           # the widening chunks walk the columns outermost (rq_block_t)
 
 
-cdef void _tile_scalar(const src_t* s, const int64_t* soff, dst_t* d, int64_t dB, int64_t nbv,
+cdef void _tile_scalar(const char* s, const int64_t* soff, char* d, int64_t dB, int64_t nbv,
                        int64_t nbw, uint32_t lanes, const float* ssc, const float* dinv,
                        const QCtx* c, int32_t* acc) noexcept nogil:
-    """Portable version of the SIMD tile (same arithmetic, same order)."""
+    """Portable version of the SIMD tile (same arithmetic, same order), 16 lanes of a row
+    of B at a time."""
     cdef int64_t b, a
-    cdef float v
-    cdef dst_t z
-    memset(&z, 0, sizeof(dst_t))
+    cdef float t[16]
+    cdef char* row
     for b in range(nbv):
+        row = d + b * dB * c.dsz
+        _gather16_any(c.scode, s, soff, b, lanes, t)
         for a in range(16):
-            if not (lanes >> a) & 1:
-                d[b * dB + a] = z
-                continue
-            v = to_f32(s[soff[a] + b])
             if c.has_szp:
-                v = v - c.szp
+                t[a] = t[a] - c.szp
             if c.has_sscale:
-                v = v * ssc[a]
-            if c.has_sum:
-                v = v + c.beta * to_f32(d[b * dB + a])
+                t[a] = t[a] * ssc[a]
+        if c.has_sum:
+            _sum16_any(c.dcode, t, row, c.beta, lanes)
+        for a in range(16):
             if c.has_dscale:
-                v = v * dinv[a]
+                t[a] = t[a] * dinv[a]
             if c.has_dzp:
-                v = v + c.dzp
+                t[a] = t[a] + c.dzp
             if c.has_adj:
-                v = v * c.adj
-            from_f32(v, &d[b * dB + a])
-            if dst_t is int8_t:
-                if acc != NULL:
-                    acc[a] += d[b * dB + a]
+                t[a] = t[a] * c.adj
+        _store16_any(c.dcode, t, row, lanes)
+        if c.dcode == C_S8 and acc != NULL:
+            for a in range(16):
+                if (lanes >> a) & 1:
+                    acc[a] += (<const int8_t*>row)[a]
     b = nbv if nbv > 0 else 0
     while b < nbw:
-        memset(&d[b * dB], 0, 16 * sizeof(dst_t))
+        memset(d + b * dB * c.dsz, 0, 16 * c.dsz)
         b += 1
 
 
@@ -665,8 +803,8 @@ cdef inline int64_t _tile_scratch_bytes(const TileSpec* T) noexcept nogil:
     return _tile_vectors_bytes(T) + (T.copy_lanes * T.bext * T.dsize + 63) // 64 * 64
 
 
-cdef void _tile_copied(const src_t* s, dst_t* d, const rq_block_t* blk, const rq_math_t* m,
-                       rq_block_fn fn, int64_t cl, dst_t* scr) noexcept nogil:
+cdef void _tile_copied(const char* s, char* d, const rq_block_t* blk, const rq_math_t* m,
+                       rq_block_fn fn, int64_t cl, char* scr, int64_t dsz) noexcept nogil:
     """One position's lane groups, cl lanes (a multiple of 16) at a time: built in `scr`, B's
     rows cl apart, then each row's part copied to its far dst row in turn. The last chunk
     ends at the last group, which may overlap the chunk before (blk.last)."""
@@ -689,11 +827,11 @@ cdef void _tile_copied(const src_t* s, dst_t* d, const rq_block_t* blk, const rq
         b.acc = blk.acc + g0 * 16 if blk.acc != NULL else NULL
         fn(s, scr, &b, m)
         for r in range(blk.nbw):
-            memcpy(d + r * blk.dB + start, scr + r * cl, (b.last + 16) * sizeof(dst_t))
+            memcpy(d + (r * blk.dB + start) * dsz, scr + r * cl * dsz, (b.last + 16) * dsz)
         g0 += ng
 
 
-cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpec* T,
+cdef void _tile_range(const char* s, char* d, const NodeList* p, const TileSpec* T,
                       const QCtx* c, const rq_math_t* m, rq_block_fn fn, int64_t lo, int64_t hi,
                       int split, int64_t base, char* mem) noexcept nogil:
     """Outer positions [lo, hi): per position, all lane groups in one call. Scale vectors are
@@ -705,13 +843,14 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
     cdef int64_t G = T.ngroups, n = T.ngroups * 16
     cdef int64_t it, g, a, k, j, nvalid, nwrite, nbv, nbw
     cdef int64_t last_ko = -1, last_co = 0
+    cdef int64_t ssz = c.ssz, dsz = c.dsz
     cdef int e, have_co = 0, fresh
     cdef uint32_t lane
     cdef float* ssc
     cdef float* dinv
     cdef int32_t* acc
     cdef uint16_t* lanes
-    cdef dst_t* rows = <dst_t*>(mem + _tile_vectors_bytes(T))
+    cdef char* rows = mem + _tile_vectors_bytes(T)
     ssc = <float*>mem
     dinv = ssc + n
     acc = <int32_t*>(dinv + n)
@@ -772,14 +911,14 @@ cdef void _tile_range(const src_t* s, dst_t* d, const NodeList* p, const TileSpe
             have_co = 1
         blk.nbv, blk.nbw = nbv, nbw
         if fn != NULL and T.copy_lanes and not T.nt:
-            _tile_copied(s + w.so, d + w.do, &blk, m, fn, T.copy_lanes, rows)
+            _tile_copied(s + w.so * ssz, d + w.do * dsz, &blk, m, fn, T.copy_lanes, rows, dsz)
         elif fn != NULL:
-            fn(s + w.so, d + w.do, &blk, m)
+            fn(s + w.so * ssz, d + w.do * dsz, &blk, m)
         else:
             for g in range(G):
-                _tile_scalar(s + w.so, &T.soff[g * 16],
-                             d + w.do + (T.last if g == G - 1 else g * 16), T.bds, nbv, nbw,
-                             lanes[g], &ssc[g * 16], &dinv[g * 16], c,
+                _tile_scalar(s + w.so * ssz, &T.soff[g * 16],
+                             d + (w.do + (T.last if g == G - 1 else g * 16)) * dsz, T.bds, nbv,
+                             nbw, lanes[g], &ssc[g * 16], &dinv[g * 16], c,
                              &acc[g * 16] if c.acc != NULL else NULL)
         walk_next(p, &w)
     if c.acc != NULL and have_co:
@@ -797,32 +936,38 @@ cdef struct WSpec:
     int odim, idim
 
 
-cdef void _w_scalar(const src_t* s, dst_t* d, const rq_w_t* k, const QCtx* c) noexcept nogil:
-    """Portable version of the `4i16o4i` kernel: same arithmetic, same bytes."""
+cdef void _w_scalar(const char* s, char* d, const rq_w_t* k, const QCtx* c) noexcept nogil:
+    """Portable version of the `4i16o4i` kernel: same arithmetic, same bytes. The
+    destination is s8 or u8 (the kernel takes no other); a row of 16 i is loaded at once."""
     cdef int64_t o, i, sp, S = k.S
+    cdef float t[16]
     cdef float v
-    cdef dst_t* q
+    cdef char* q
     for o in range(16):
         for sp in range(S):
+            if o < k.nvo and k.nvi > 0:
+                _load_any(c.scode, s + (o * k.so + sp) * c.ssz, S, t, k.nvi)
             for i in range(16):
-                q = &d[sp * 256 + (i // 4) * 64 + o * 4 + i % 4]
+                q = d + sp * 256 + (i // 4) * 64 + o * 4 + i % 4
                 if o >= k.nvo or i >= k.nvi:
-                    memset(q, 0, sizeof(dst_t))
+                    q[0] = 0
                     continue
-                v = to_f32(s[o * k.so + i * S + sp])
+                v = t[i]
                 if c.has_sscale:
                     v = v * k.ssc[o]
                 if c.has_dscale:
                     v = v * k.dinv[o]
                 if c.has_adj:
                     v = v * c.adj
-                from_f32(v, q)
-                if dst_t is int8_t:
+                if c.dcode == C_S8:
+                    (<int8_t*>q)[0] = rq_to_s8(v)
                     if k.acc != NULL:
-                        k.acc[o] += q[0]
+                        k.acc[o] += (<int8_t*>q)[0]
+                else:
+                    (<uint8_t*>q)[0] = rq_to_u8(v)
 
 
-cdef void _w_range(const src_t* s, dst_t* d, const NodeList* p, const WSpec* W, const QCtx* c,
+cdef void _w_range(const char* s, char* d, const NodeList* p, const WSpec* W, const QCtx* c,
                    const rq_math_t* m, rq_w_fn fn, const uint8_t* idx, int64_t lo, int64_t hi,
                    int split, int64_t base) noexcept nogil:
     cdef Walk w
@@ -865,9 +1010,9 @@ cdef void _w_range(const src_t* s, dst_t* d, const NodeList* p, const WSpec* W, 
             last_co = w.co
             have_co = 1
         if fn != NULL:
-            fn(s + w.so, d + w.do, &k, m)
+            fn(s + w.so * c.ssz, d + w.do * c.dsz, &k, m)
         else:
-            _w_scalar(s + w.so, d + w.do, &k, c)
+            _w_scalar(s + w.so * c.ssz, d + w.do * c.dsz, &k, c)
         walk_next(p, &w)
     if c.acc != NULL and have_co:
         for o in range(16):
@@ -897,7 +1042,7 @@ cdef struct Job:
     int grid                     # the walk's grids (c.grid): 0 none, 1 rows, 2 rows and columns
 
 
-cdef void _range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, const Job* J,
+cdef void _range(const char* s, char* d, const NodeList* p, const QCtx* c, const Job* J,
                  int64_t lo, int64_t hi, int split, int64_t base, int slot) noexcept nogil:
     """Outer iterations [lo, hi) on thread `slot` (which owns that part of the scratch)."""
     if J.kind == K_TILE:
@@ -909,7 +1054,7 @@ cdef void _range(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, con
         _walk_range(s, d, p, c, lo, hi, split, base, J.slab, J.grid)
 
 
-cdef void _part(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, const Job* J,
+cdef void _part(const char* s, char* d, const NodeList* p, const QCtx* c, const Job* J,
                 int split, int64_t lo, int64_t hi, int slot) noexcept nogil:
     """A thread's share when node `split` is divided: its digits [lo, hi), on a private copy
     of the node list whose pointers start at digit lo."""
@@ -926,15 +1071,15 @@ cdef void _part(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, cons
         qc.dinv = qc.dinv + lo * p.ks[split]
     if qc.acc != NULL:
         qc.acc = qc.acc + lo * p.cs[split]
-    _range(s + lo * p.ss[split], d + lo * p.ds[split], &q, &qc, J, 0, outer_count(&q), split, lo,
-           slot)
+    _range(s + lo * p.ss[split] * c.ssz, d + lo * p.ds[split] * c.dsz, &q, &qc, J, 0,
+           outer_count(&q), split, lo, slot)
 
 
 cdef enum:
     RUN_PIECE = 4096    # elements: the smallest piece of a run a thread takes
 
 
-cdef void _run_pieces(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c,
+cdef void _run_pieces(const char* s, char* d, const NodeList* p, const QCtx* c,
                       int nthreads) noexcept nogil:
     """The single run of node list p (outer count 1) in nthreads pieces, each a multiple of
     64 elements but the last, so vectors and cache lines stay whole inside a piece."""
@@ -946,10 +1091,11 @@ cdef void _run_pieces(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c
         lo = (n * t // nthreads) // 64 * 64
         hi = n if t == nthreads - 1 else (n * (t + 1) // nthreads) // 64 * 64
         if hi > lo:
-            _run(s + lo * sI, d + lo * dI, hi - lo, sI, dI, c, lo * kI, kI, lo * cI, cI)
+            _run(s + lo * sI * c.ssz, d + lo * dI * c.dsz, hi - lo, sI, dI, c, lo * kI, kI,
+                 lo * cI, cI)
 
 
-cdef void _drive(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, const Job* J,
+cdef void _drive(const char* s, char* d, const NodeList* p, const QCtx* c, const Job* J,
                  int split, int nthreads) noexcept nogil:
     """Threads take a static split of the outer iterations; with compensation they split node
     `split` instead (one that carries a comp index), so every sum is owned by one thread."""
@@ -978,42 +1124,6 @@ cdef void _drive(const src_t* s, dst_t* d, const NodeList* p, const QCtx* c, con
         return
     for t in prange(nchunks, num_threads=nchunks, schedule="static"):
         _part(s, d, p, c, J, split, ext * t // nchunks, ext * (t + 1) // nchunks, t)
-
-
-cdef void _dispatch_dst(const src_t* s, uintptr_t d, int dcode, const NodeList* p,
-                        const QCtx* c, const Job* J, int split, int nthreads) noexcept nogil:
-    if dcode == 0:
-        _drive(s, <float*>d, p, c, J, split, nthreads)
-    elif dcode == 1:
-        _drive(s, <double*>d, p, c, J, split, nthreads)
-    elif dcode == 2:
-        _drive(s, <f16_t*>d, p, c, J, split, nthreads)
-    elif dcode == 3:
-        _drive(s, <bf16_t*>d, p, c, J, split, nthreads)
-    elif dcode == 4:
-        _drive(s, <int8_t*>d, p, c, J, split, nthreads)
-    elif dcode == 5:
-        _drive(s, <uint8_t*>d, p, c, J, split, nthreads)
-    elif dcode == 6:
-        _drive(s, <int32_t*>d, p, c, J, split, nthreads)
-
-
-cdef void _dispatch(uintptr_t s, int scode, uintptr_t d, int dcode, const NodeList* p,
-                    const QCtx* c, const Job* J, int split, int nthreads) noexcept nogil:
-    if scode == 0:
-        _dispatch_dst(<const float*>s, d, dcode, p, c, J, split, nthreads)
-    elif scode == 1:
-        _dispatch_dst(<const double*>s, d, dcode, p, c, J, split, nthreads)
-    elif scode == 2:
-        _dispatch_dst(<const f16_t*>s, d, dcode, p, c, J, split, nthreads)
-    elif scode == 3:
-        _dispatch_dst(<const bf16_t*>s, d, dcode, p, c, J, split, nthreads)
-    elif scode == 4:
-        _dispatch_dst(<const int8_t*>s, d, dcode, p, c, J, split, nthreads)
-    elif scode == 5:
-        _dispatch_dst(<const uint8_t*>s, d, dcode, p, c, J, split, nthreads)
-    elif scode == 6:
-        _dispatch_dst(<const int32_t*>s, d, dcode, p, c, J, split, nthreads)
 
 
 # Simulates a failed scratch allocation, which no test could otherwise produce.
@@ -1252,6 +1362,8 @@ cdef class Convert:
         m.nt = self.nt and stream and self.kind == K_WALK
         T.nt = T.nt and stream
         c.m = &m
+        c.scode, c.dcode = self.scode, self.dcode
+        c.ssz, c.dsz = DSIZE[self.scode], DSIZE[self.dcode]
         c.row = rq_row_kernel(self.scode, self.dcode) if self.kind == K_WALK else NULL
         c.grid = rq_grid_kernel(self.scode, self.dcode) if self.kind == K_WALK else NULL
         J.kind, J.T, J.W, J.m, J.idx = self.kind, &T, &self.W, &m, self.idx
@@ -1275,7 +1387,7 @@ cdef class Convert:
                                   f"conversion tile scratch")
         try:
             with nogil:
-                _dispatch(src, self.scode, dst, self.dcode, &self.p, &c, &J, split, nthreads)
+                _drive(<const char*>src, <char*>dst, &self.p, &c, &J, split, nthreads)
         finally:
             free(J.scratch)
 

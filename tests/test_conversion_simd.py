@@ -12,7 +12,6 @@ import pytest
 
 import reorder as ro
 from reorder import _convert
-from reorder.front import api
 from reorder.plan.cache import REORDER_CALLS_WITH_ATTRS, cached_plan
 import quant_reference as qr
 from quant_reference import bits

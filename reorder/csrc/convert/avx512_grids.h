@@ -94,6 +94,7 @@ rq_grids_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_m
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
     RQ_MODE_FLAGS(MODE)                                                                         \
+    RQ_B8VARS_##SN                                                                              \
     const float* ssc = g->ssc;                                                                  \
     const float* dinv = g->dinv;                                                                \
     const int64_t sk = rq_any ? g->sk : 0, dk = rq_any ? g->dk : 0;                             \
@@ -137,7 +138,7 @@ rq_grids_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_m
     }                                                                                           \
     (void)vacc;                                                                                 \
 }                                                                                               \
-TGT RQ_ENTRY void rq_grids_##SN##_##ST(const void* s, void* d, const rq_grid_t* g,                \
+TGT RQ_ENTRY RQ_NOIPA_##SN void rq_grids_##SN##_##ST(const void* s, void* d, const rq_grid_t* g, \
                                      const rq_math_t* m) {                                      \
     int mode = rq_mode(m, g->sk, g->dk);                                                        \
     if (mode == RQ_SSCALE_ZP && !RQ_B8_##SN) mode = RQ_ANY;    /* u8 activations in only */    \

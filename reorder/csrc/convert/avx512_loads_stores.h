@@ -38,6 +38,34 @@ RQ_TGT static inline __m512 rq_ld_s8(const void* p, __mmask16 k) {
 RQ_TGT static inline __m512 rq_ld_u8(const void* p, __mmask16 k) {
     return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, p)));
 }
+/* "b8", a 1-byte source of either signedness: the rows and grids compile one body for s8 and
+   u8 sources, told at run time how its bytes widen. A u8 byte is the s8 byte with its top
+   bit flipped, plus 128, so x ^ flip - bias widens both to the same f32 values as
+   rq_ld_s8 / rq_ld_u8 (s8: flip 0x80, bias 128; u8: 0, 0). The body declares the two
+   vectors once (RQ_B8VARS) from rq_math_t, which the s8 and u8 entry points fill in before
+   they call it; RQ_NOIPA keeps gcc from cloning the body back into one copy per value. */
+RQ_TGT static inline __m512 rq_ld_b8x(const void* p, __mmask16 k, __m128i flip, __m512i bias) {
+    return _mm512_cvtepi32_ps(_mm512_sub_epi32(
+        _mm512_cvtepu8_epi32(_mm_xor_si128(_mm_maskz_loadu_epi8(k, p), flip)), bias));
+}
+#define rq_ld_b8(p, k) rq_ld_b8x((p), (k), b8flip_, b8bias_)
+#define RQ_B8FLIP_s8 128
+#define RQ_B8FLIP_u8 0
+#define RQ_B8_b8 1
+#define RQ_B8VARS_b8                                                                            \
+    const __m128i b8flip_ = _mm_set1_epi8((char)m->b8flip);                                     \
+    const __m512i b8bias_ = _mm512_set1_epi32(m->b8bias);
+#define RQ_B8VARS_f32
+#define RQ_B8VARS_f64
+#define RQ_B8VARS_f16
+#define RQ_B8VARS_bf16
+#define RQ_B8VARS_s32
+#define RQ_NOIPA_b8 __attribute__((noipa))
+#define RQ_NOIPA_f32
+#define RQ_NOIPA_f64
+#define RQ_NOIPA_f16
+#define RQ_NOIPA_bf16
+#define RQ_NOIPA_s32
 RQ_TGT static inline __m512 rq_ld_s32(const void* p, __mmask16 k) {
     return _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(k, p));
 }

@@ -30,6 +30,7 @@ rq_rows_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, in
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
     RQ_MODE_FLAGS(MODE)                                                                         \
+    RQ_B8VARS_##SN                                                                              \
     if (!rq_any) sk = dk = 0;                                                                   \
     const __mmask16 kl = 0xffff;                                                                \
     __m512i vacc = _mm512_setzero_si512();                                                      \
@@ -84,7 +85,7 @@ rq_rows_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, in
     if (j < n) RQ_ROWS_PART(SN, SSIZE, DN, DSIZE, ST, j, n - j);                                    \
     (void)vacc;                                                                                 \
 }                                                                                               \
-TGT RQ_ENTRY void rq_rows_##SN##_##ST(const void* s, void* d, int64_t n, const float* ssc,        \
+TGT RQ_ENTRY RQ_NOIPA_##SN void rq_rows_##SN##_##ST(const void* s, void* d, int64_t n, const float* ssc,        \
         int64_t sk, const float* dinv, int64_t dk, const rq_math_t* m) {                        \
     const char* s_ = (const char*)s;                                                            \
     char* d_ = (char*)d;                                                                        \

@@ -12,6 +12,8 @@ typedef struct {
     float szp, dzp, beta, adj;
     int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj;
     int nt;                /* rows: stream 64-byte-aligned stores (the plan's choice) */
+    int b8flip, b8bias;    /* a 1-byte source's widening (RQ_B8VARS), set by the rows' and
+                              grids' s8 / u8 entry points: s8 128, 128; u8 0, 0 */
 } rq_math_t;
 
 

@@ -311,28 +311,15 @@ cdef inline void _sum_row(float* t, const any_t* d, int64_t dI, float beta,
 
 cdef inline void _gather16(const any_t* s, const int64_t* off, int64_t b, uint32_t lanes,
                            float* t) noexcept nogil:
-    """t[a] = s[off[a] + b] for the lanes set in `lanes` (the others are not read)."""
+    """t[a] = s[off[a] + b] for the lanes set in `lanes`; 0 for the others, not read."""
     cdef int a
     for a in range(16):
+        # a statement, not `x if c else 0.0`: that expression is a double, and the float ->
+        # double -> float trip quietens a signalling NaN where the compiler keeps it (-O1)
         if (lanes >> a) & 1:
             t[a] = to_f32(s[off[a] + b])
-
-
-cdef inline void _sum16(float* t, const any_t* d, float beta, uint32_t lanes) noexcept nogil:
-    cdef int a
-    for a in range(16):
-        if (lanes >> a) & 1:
-            t[a] = t[a] + beta * to_f32(d[a])
-
-
-cdef inline void _store16(const float* t, any_t* d, uint32_t lanes) noexcept nogil:
-    """d[a] = t[a] for the lanes set in `lanes`, zero for the others."""
-    cdef int a
-    for a in range(16):
-        if (lanes >> a) & 1:
-            from_f32(t[a], &d[a])
         else:
-            memset(&d[a], 0, sizeof(any_t))
+            t[a] = 0
 
 
 # the same leaves by type code (the walkers' view of an element: bytes and a code)
@@ -405,40 +392,6 @@ cdef void _gather16_any(int code, const char* s, const int64_t* off, int64_t b, 
         _gather16(<const uint8_t*>s, off, b, lanes, t)
     else:
         _gather16(<const int32_t*>s, off, b, lanes, t)
-
-
-cdef void _sum16_any(int code, float* t, const char* d, float beta, uint32_t lanes) noexcept nogil:
-    if code == 0:
-        _sum16(t, <const float*>d, beta, lanes)
-    elif code == 1:
-        _sum16(t, <const double*>d, beta, lanes)
-    elif code == 2:
-        _sum16(t, <const f16_t*>d, beta, lanes)
-    elif code == 3:
-        _sum16(t, <const bf16_t*>d, beta, lanes)
-    elif code == 4:
-        _sum16(t, <const int8_t*>d, beta, lanes)
-    elif code == 5:
-        _sum16(t, <const uint8_t*>d, beta, lanes)
-    else:
-        _sum16(t, <const int32_t*>d, beta, lanes)
-
-
-cdef void _store16_any(int code, const float* t, char* d, uint32_t lanes) noexcept nogil:
-    if code == 0:
-        _store16(t, <float*>d, lanes)
-    elif code == 1:
-        _store16(t, <double*>d, lanes)
-    elif code == 2:
-        _store16(t, <f16_t*>d, lanes)
-    elif code == 3:
-        _store16(t, <bf16_t*>d, lanes)
-    elif code == 4:
-        _store16(t, <int8_t*>d, lanes)
-    elif code == 5:
-        _store16(t, <uint8_t*>d, lanes)
-    else:
-        _store16(t, <int32_t*>d, lanes)
 
 
 cdef inline void _zero_run(char* d, int64_t n, int64_t dI, int64_t dsz) noexcept nogil:
@@ -767,21 +720,13 @@ cdef void _tile_scalar(const char* s, const int64_t* soff, char* d, int64_t dB, 
     for b in range(nbv):
         row = d + b * dB * c.dsz
         _gather16_any(c.scode, s, soff, b, lanes, t)
+        # every lane of the row is converted and stored (a sum reads the whole dst row, which
+        # the tile writes), then the lanes outside `lanes` are zeroed
+        _arith_row(t, row, 1, c, ssc, 1, dinv, 1, 16)
+        _store_any(c.dcode, t, row, 1, 16)
         for a in range(16):
-            if c.has_szp:
-                t[a] = t[a] - c.szp
-            if c.has_sscale:
-                t[a] = t[a] * ssc[a]
-        if c.has_sum:
-            _sum16_any(c.dcode, t, row, c.beta, lanes)
-        for a in range(16):
-            if c.has_dscale:
-                t[a] = t[a] * dinv[a]
-            if c.has_dzp:
-                t[a] = t[a] + c.dzp
-            if c.has_adj:
-                t[a] = t[a] * c.adj
-        _store16_any(c.dcode, t, row, lanes)
+            if not (lanes >> a) & 1:
+                memset(row + a * c.dsz, 0, c.dsz)
         if c.dcode == C_S8 and acc != NULL:
             for a in range(16):
                 if (lanes >> a) & 1:
@@ -948,18 +893,14 @@ cdef void _w_scalar(const char* s, char* d, const rq_w_t* k, const QCtx* c) noex
         for sp in range(S):
             if o < k.nvo and k.nvi > 0:
                 _load_any(c.scode, s + (o * k.so + sp) * c.ssz, S, t, k.nvi)
+                # scales and scale_adjust only (the kernel takes no zero point or sum)
+                _arith_row(t, d, 1, c, &k.ssc[o], 0, &k.dinv[o], 0, k.nvi)
             for i in range(16):
                 q = d + sp * 256 + (i // 4) * 64 + o * 4 + i % 4
                 if o >= k.nvo or i >= k.nvi:
                     q[0] = 0
                     continue
                 v = t[i]
-                if c.has_sscale:
-                    v = v * k.ssc[o]
-                if c.has_dscale:
-                    v = v * k.dinv[o]
-                if c.has_adj:
-                    v = v * c.adj
                 if c.dcode == C_S8:
                     (<int8_t*>q)[0] = rq_to_s8(v)
                     if k.acc != NULL:

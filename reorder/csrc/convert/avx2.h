@@ -28,6 +28,25 @@ RQ_TGT_AVX2 static inline __m256 rq_avx2_ld_s8(const void* p) {
 RQ_TGT_AVX2 static inline __m256 rq_avx2_ld_u8(const void* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)p)));
 }
+/* "b8": either 1-byte source in one body, as the AVX-512 families (avx512_loads_stores.h) */
+RQ_TGT_AVX2 static inline __m256 rq_avx2_ld_b8x(const void* p, __m256i mask) {
+    return _mm256_cvtepi32_ps(_mm256_and_si256(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)p)), mask));
+}
+#define rq_avx2_ld_b8(p) rq_avx2_ld_b8x((p), b8mask_)
+#define RQ_AVX2_B8VARS_b8                                                                       \
+    const __m256i b8mask_ = _mm256_set1_epi32(m->b8mask);
+#define RQ_AVX2_B8VARS_f32
+#define RQ_AVX2_B8VARS_f64
+#define RQ_AVX2_B8VARS_f16
+#define RQ_AVX2_B8VARS_bf16
+#define RQ_AVX2_B8VARS_s32
+#define RQ_AVX2_NOIPA_b8 __attribute__((noipa))
+#define RQ_AVX2_NOIPA_f32
+#define RQ_AVX2_NOIPA_f64
+#define RQ_AVX2_NOIPA_f16
+#define RQ_AVX2_NOIPA_bf16
+#define RQ_AVX2_NOIPA_s32
 RQ_TGT_AVX2 static inline __m256 rq_avx2_ld_s32(const void* p) {
     return _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i*)p));
 }
@@ -213,6 +232,7 @@ rq_avx2_chunk_##SN##_##DN(const char* const rp[16], char* d, int64_t dstep, int 
         __m256 vs1, __m256 vd0, __m256 vd1, __m256 mk0, __m256 mk1, int masked,                 \
         const rq_math_t* m, __m256i acc[2], int nt, const int PURE) {                           \
     RQ_AVX2_FLAGS(PURE)                                                                             \
+    RQ_AVX2_B8VARS_##SN                                                                         \
     __m256 lo[8], hi[8];                                                                        \
     _Pragma("GCC unroll 8")                                                                     \
     for (int a = 0; a < 8; a++) { lo[a] = rq_avx2_ld_##SN(rp[a]); hi[a] = rq_avx2_ld_##SN(rp[8 + a]); } \
@@ -287,8 +307,8 @@ rq_avx2_tile_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_
         _mm256_storeu_si256((__m256i*)(acc + 8), _mm256_add_epi32(_mm256_loadu_si256((__m256i*)(acc + 8)), vacc[1])); \
     }                                                                                           \
 }                                                                                               \
-RQ_TGT_AVX2 RQ_ENTRY void rq_avx2_block_##SN##_##DN(const void* src, void* dst, const rq_block_t* k,      \
-                                          const rq_math_t* m) {                                 \
+RQ_TGT_AVX2 RQ_ENTRY RQ_AVX2_NOIPA_##SN void                                                    \
+rq_avx2_block_##SN##_##DN(const void* src, void* dst, const rq_block_t* k, const rq_math_t* m) { \
     const int pure = !(m->has_szp || m->has_sscale || m->has_sum || m->has_dscale               \
                        || m->has_dzp || m->has_adj);                                            \
     for (int64_t g = 0; g < k->ngroups; g++) {                                                  \
@@ -314,6 +334,7 @@ RQ_TGT_AVX2 static inline __attribute__((always_inline)) void                   
 rq_avx2_row_part_##SN##_##DN(const char* s, char* d, int64_t r, const float* ssc, int64_t sk,       \
         const float* dinv, int64_t dk, const rq_math_t* m, const int PURE) {                    \
     RQ_AVX2_FLAGS(PURE)                                                                             \
+    RQ_AVX2_B8VARS_##SN                                                                         \
     __m256i acc = _mm256_setzero_si256();                                                       \
     char sb[8 * SSIZE], db[8 * DSIZE];                                                          \
     float fs[8], fd[8];                                                                         \
@@ -332,6 +353,7 @@ RQ_TGT_AVX2 static inline __attribute__((always_inline)) void                   
 rq_avx2_row_body_##SN##_##DN(const char* s, char* d, int64_t n, const float* ssc, int64_t sk,       \
         const float* dinv, int64_t dk, const rq_math_t* m, const int PURE) {                    \
     RQ_AVX2_FLAGS(PURE)                                                                             \
+    RQ_AVX2_B8VARS_##SN                                                                         \
     __m256i acc = _mm256_setzero_si256();                                                       \
     __m256i acc2[2];                 /* the s8 streaming store's (rows carry no sums) */        \
     const __m256 vs1 = _mm256_set1_ps(hs ? ssc[0] : 1.0f), vd1 = _mm256_set1_ps(hd ? dinv[0] : 1.0f); \
@@ -377,8 +399,9 @@ rq_avx2_row_body_##SN##_##DN(const char* s, char* d, int64_t n, const float* ssc
                                  dinv + (dk ? j : 0), dk, m, PURE);                             \
     }                                                                                           \
 }                                                                                               \
-RQ_TGT_AVX2 RQ_ENTRY void rq_avx2_row_##SN##_##DN(const void* s, void* d, int64_t n, const float* ssc,    \
-        int64_t sk, const float* dinv, int64_t dk, const rq_math_t* m) {                        \
+RQ_TGT_AVX2 RQ_ENTRY RQ_AVX2_NOIPA_##SN void                                                    \
+rq_avx2_row_##SN##_##DN(const void* s, void* d, int64_t n, const float* ssc, int64_t sk,         \
+                        const float* dinv, int64_t dk, const rq_math_t* m) {                    \
     if (!(m->has_szp || m->has_sscale || m->has_sum || m->has_dscale || m->has_dzp || m->has_adj)) \
         rq_avx2_row_body_##SN##_##DN((const char*)s, (char*)d, n, ssc, sk, dinv, dk, m, 1);         \
     else                                                                                        \
@@ -392,5 +415,23 @@ RQ_TGT_AVX2 RQ_ENTRY void rq_avx2_row_##SN##_##DN(const void* s, void* d, int64_
     RQ_AVX2_ROW(SN, SSIZE, f32, 4) RQ_AVX2_ROW(SN, SSIZE, f64, 8) RQ_AVX2_ROW(SN, SSIZE, f16, 2)           \
     RQ_AVX2_ROW(SN, SSIZE, bf16, 2) RQ_AVX2_ROW(SN, SSIZE, s8, 1) RQ_AVX2_ROW(SN, SSIZE, u8, 1)            \
     RQ_AVX2_ROW(SN, SSIZE, s32, 4)
+/* s8 and u8 sources: the one 1-byte body (RQ_AVX2_FOR(b8, 1)), told how its bytes widen */
+#define RQ_AVX2_B8_ENTRY(SN, DN)                                                               \
+RQ_TGT_AVX2 RQ_ENTRY void rq_avx2_block_##SN##_##DN(const void* src, void* dst,                 \
+                                                    const rq_block_t* k, const rq_math_t* m) {  \
+    rq_math_t w = *m;                                                                           \
+    w.b8mask = RQ_B8MASK_##SN;                                                                 \
+    rq_avx2_block_b8_##DN(src, dst, k, &w);                                                     \
+}                                                                                               \
+RQ_TGT_AVX2 RQ_ENTRY void rq_avx2_row_##SN##_##DN(const void* s, void* d, int64_t n,             \
+        const float* ssc, int64_t sk, const float* dinv, int64_t dk, const rq_math_t* m) {      \
+    rq_math_t w = *m;                                                                           \
+    w.b8mask = RQ_B8MASK_##SN;                                                                 \
+    rq_avx2_row_b8_##DN(s, d, n, ssc, sk, dinv, dk, &w);                                        \
+}
+#define RQ_AVX2_B8_ENTRIES(SN)                                                                 \
+    RQ_AVX2_B8_ENTRY(SN, f32) RQ_AVX2_B8_ENTRY(SN, f64) RQ_AVX2_B8_ENTRY(SN, f16)               \
+    RQ_AVX2_B8_ENTRY(SN, bf16) RQ_AVX2_B8_ENTRY(SN, s8) RQ_AVX2_B8_ENTRY(SN, u8)                \
+    RQ_AVX2_B8_ENTRY(SN, s32)
 #endif
 #endif

@@ -25,6 +25,7 @@ RQ_TGT static inline __m512 rq_widen_f16(__m256i h) { return _mm512_cvtph_ps(h);
 #define rq_widen_f64(h) _mm512_setzero_ps()
 #define rq_widen_s8(h) _mm512_setzero_ps()
 #define rq_widen_u8(h) _mm512_setzero_ps()
+#define rq_widen_b8(h) _mm512_setzero_ps()
 #define rq_widen_s32(h) _mm512_setzero_ps()
 RQ_TGT static inline __m512 rq_ld_bf16(const void* p, __mmask16 k) {
     return rq_widen_bf16(_mm256_maskz_loadu_epi16(k, p));
@@ -38,23 +39,20 @@ RQ_TGT static inline __m512 rq_ld_s8(const void* p, __mmask16 k) {
 RQ_TGT static inline __m512 rq_ld_u8(const void* p, __mmask16 k) {
     return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, p)));
 }
-/* "b8", a 1-byte source of either signedness: the rows and grids compile one body for s8 and
-   u8 sources, told at run time how its bytes widen. A u8 byte is the s8 byte with its top
-   bit flipped, plus 128, so x ^ flip - bias widens both to the same f32 values as
-   rq_ld_s8 / rq_ld_u8 (s8: flip 0x80, bias 128; u8: 0, 0). The body declares the two
-   vectors once (RQ_B8VARS) from rq_math_t, which the s8 and u8 entry points fill in before
-   they call it; RQ_NOIPA keeps gcc from cloning the body back into one copy per value. */
-RQ_TGT static inline __m512 rq_ld_b8x(const void* p, __mmask16 k, __m128i flip, __m512i bias) {
-    return _mm512_cvtepi32_ps(_mm512_sub_epi32(
-        _mm512_cvtepu8_epi32(_mm_xor_si128(_mm_maskz_loadu_epi8(k, p), flip)), bias));
+/* "b8", a 1-byte source of either signedness: the tiles, rows and grids compile one body for
+   s8 and u8 sources, told at run time how its bytes widen: sign-extended, then masked to
+   their low byte or not (kernel_args.h), the same f32 values as rq_ld_s8 / rq_ld_u8 for one
+   vpandd more (vpmovsxbd takes the load). The body declares the mask once (RQ_B8VARS) from
+   rq_math_t, which the s8 and u8 entry points fill in before they call it; RQ_NOIPA keeps
+   gcc from cloning the body back into one copy per value. */
+RQ_TGT static inline __m512 rq_ld_b8x(const void* p, __mmask16 k, __m512i mask) {
+    return _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, p)),
+                                               mask));
 }
-#define rq_ld_b8(p, k) rq_ld_b8x((p), (k), b8flip_, b8bias_)
-#define RQ_B8FLIP_s8 128
-#define RQ_B8FLIP_u8 0
+#define rq_ld_b8(p, k) rq_ld_b8x((p), (k), b8mask_)
 #define RQ_B8_b8 1
 #define RQ_B8VARS_b8                                                                            \
-    const __m128i b8flip_ = _mm_set1_epi8((char)m->b8flip);                                     \
-    const __m512i b8bias_ = _mm512_set1_epi32(m->b8bias);
+    const __m512i b8mask_ = _mm512_set1_epi32(m->b8mask);
 #define RQ_B8VARS_f32
 #define RQ_B8VARS_f64
 #define RQ_B8VARS_f16
@@ -260,6 +258,8 @@ RQ_TR8(u8)
 #define RQ_B8_s32 0
 #define RQ_WIDEN_s8(x) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(x))
 #define RQ_WIDEN_u8(x) _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(x))
+#define RQ_WIDEN_b8(x)                                                                          \
+    _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_cvtepi8_epi32(x), b8mask_))
 #define RQ_WIDEN_f32(x) _mm512_setzero_ps()
 #define RQ_WIDEN_f64(x) _mm512_setzero_ps()
 #define RQ_WIDEN_f16(x) _mm512_setzero_ps()
@@ -329,6 +329,7 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
 #define RQ_W16_f64 0
 #define RQ_W16_s8 0
 #define RQ_W16_u8 0
+#define RQ_W16_b8 0
 #define RQ_W16_s32 0
 #define RQ_PACK2_CV(ST, x, y)                                                                   \
     _mm512_inserti64x4(_mm512_castsi256_si512(RQ_CV_##ST((x), 0xffff)), RQ_CV_##ST((y), 0xffff), 1)

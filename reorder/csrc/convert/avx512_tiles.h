@@ -95,7 +95,7 @@ static inline void rq_block_split(rq_block_fn fn, const void* src, void* dst, co
         if (RQ_W16_##ST && (MODE) == RQ_PURE && k->groups == 2 && g + 2 <= k->ngroups           \
                 && k->nbv >= 16 && rq_full_groups(k->lanes, g, 2)) {                            \
             b0 = rq_tile2_##SN##_##DN((const char*)src, k->soff + 16 * g,                       \
-                                      (char*)dst + 32 * g, k->dB, k->nbv, (int)k->nt);          \
+                                      (char*)dst + 32 * g, k->dB, k->nbv, (int)k->nt, m);       \
             rq_tile_##SN##_##DN((const char*)src + b0 * SSIZE, k->soff + 16 * g,                \
                                 (char*)dst + (16 * g + b0 * k->dB) * DSIZE, k->dB, k->nbv - b0, \
                                 k->nbw - b0, 0xffff, k->ssc + 16 * g, k->dinv + 16 * g, m,      \
@@ -114,7 +114,10 @@ static inline void rq_block_split(rq_block_fn fn, const void* src, void* dst, co
    stride in registers instead of 16 pointers spilled beside the tile's other state        \
    (docs/int8.md has the measurements). */                                                    \
 TGT static inline __attribute__((always_inline)) void                                          \
-rq_rows16_put_##SN##_##DN(const char* p0, const char* p8, int64_t rs, char* d, int nt) {       \
+rq_rows16_put_##SN##_##DN(const char* p0, const char* p8, int64_t rs, char* d, int nt,         \
+                          const rq_math_t* m) {                                                \
+    RQ_B8VARS_##SN                                                                              \
+    (void)m;                                                                                    \
     __m512i w[8];                                                                               \
     _Pragma("GCC unroll 4")                                                                     \
     for (int k = 0; k < 4; k++) {                                                               \
@@ -128,21 +131,24 @@ rq_rows16_put_##SN##_##DN(const char* p0, const char* p8, int64_t rs, char* d, i
 }                                                                                               \
 /* Two chunks per step: each row is then read 128 bytes at a time, two whole lines. */        \
 TGT static __attribute__((noinline)) void                                                      \
-rq_rows16_##SN##_##DN(const char* p0, int64_t rs, char* d, int64_t nchunks, int nt) {          \
+rq_rows16_##SN##_##DN(const char* p0, int64_t rs, char* d, int64_t nchunks, int nt,            \
+                      const rq_math_t* m) {                                                    \
     const char* p8 = p0 + 8 * rs;                                                               \
     int64_t c = 0;                                                                              \
     for (; c + 2 <= nchunks; c += 2, p0 += 32 * SSIZE, p8 += 32 * SSIZE, d += 1024) {           \
-        rq_rows16_put_##SN##_##DN(p0, p8, rs, d, nt);                                           \
-        rq_rows16_put_##SN##_##DN(p0 + 16 * SSIZE, p8 + 16 * SSIZE, rs, d + 512, nt);           \
+        rq_rows16_put_##SN##_##DN(p0, p8, rs, d, nt, m);                                        \
+        rq_rows16_put_##SN##_##DN(p0 + 16 * SSIZE, p8 + 16 * SSIZE, rs, d + 512, nt, m);        \
     }                                                                                           \
-    if (c < nchunks) rq_rows16_put_##SN##_##DN(p0, p8, rs, d, nt);                              \
+    if (c < nchunks) rq_rows16_put_##SN##_##DN(p0, p8, rs, d, nt, m);                           \
 }                                                                                               \
 /* Two lane groups of 16-bit outputs at once, full chunks of 16 columns, no arithmetic: a      \
    column's 2 x 16 words are one 64-byte line of its dst row (the same scheme as rq_tile4).     \
    Returns the columns done. */                                                                 \
 TGT static inline __attribute__((always_inline)) int64_t                                        \
 rq_tile2_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB, int64_t nbv,  \
-                     int nt) {                                                                  \
+                     int nt, const rq_math_t* m) {                                              \
+    RQ_B8VARS_##SN                                                                              \
+    (void)m;                                                                                    \
     const int64_t dstep = dB * 2;                                                               \
     nt = nt && ((uintptr_t)dst & 63) == 0 && (dstep & 63) == 0;                                 \
     int64_t b0 = 0;                                                                             \
@@ -186,6 +192,7 @@ rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
         const float* ssc, const float* dinv, const rq_math_t* m, int nt, const int MODE,        \
         int64_t t4, const int common) {                                                         \
     RQ_MODE_FLAGS(MODE)                                                                         \
+    RQ_B8VARS_##SN                                                                              \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 adj = _mm512_set1_ps(m->adj);                                                  \
     const __m512 vs = _mm512_set1_ps(ssc[0]), vd = _mm512_set1_ps(dinv[0]);                     \
@@ -264,6 +271,7 @@ rq_b8cols_##SN##_##DN(const char* src, const int64_t* soff, int64_t b0, char* d0
                       int64_t dstep, int nt, const __m512 vs, const __m512 vd,                  \
                       const rq_math_t* m, __m512i* pacc, const int MODE) {                      \
     RQ_MODE_FLAGS(MODE)                                                                         \
+    RQ_B8VARS_##SN                                                                              \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
     const __mmask16 kl = 0xffff;                                                                \
@@ -307,6 +315,7 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
     RQ_MODE_FLAGS(MODE)                                                                         \
+    RQ_B8VARS_##SN                                                                              \
     const int64_t dstep = dB * DSIZE;                                                           \
     const char* rows[16];                                                                       \
     __m512i vacc = _mm512_setzero_si512();                                                      \
@@ -319,7 +328,8 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
         for (int a = 2; a < 16; a++) uni &= rows[a] - rows[0] == a * rs;                        \
         if (uni) {                                                                              \
             b0 = nbv / 16 * 16;                                                                 \
-            rq_rows16_##SN##_##DN(rows[0], rs, dst, nbv / 16, nt && ((uintptr_t)dst & 63) == 0); \
+            rq_rows16_##SN##_##DN(rows[0], rs, dst, nbv / 16, nt && ((uintptr_t)dst & 63) == 0, \
+                                  m);                                                           \
         }                                                                                       \
     }                                                                                           \
     for (; b0 + 16 <= nbv; b0 += 16) {          /* full chunks: fully unrolled */              \
@@ -432,9 +442,9 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
    body's state spills them (docs/kernels.md). */                                               \
 TGT static __attribute__((noinline)) void                                                       \
 rq_pairs_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB,               \
-                     int64_t npairs, int64_t nbv, int nt) {                                     \
+                     int64_t npairs, int64_t nbv, int nt, const rq_math_t* m) {                 \
     for (int64_t g = 0; g < npairs; g++, soff += 32, dst += 64)                                 \
-        rq_tile2_##SN##_##DN(src, soff, dst, dB, nbv, nt);                                      \
+        rq_tile2_##SN##_##DN(src, soff, dst, dB, nbv, nt, m);                                   \
 }                                                                                               \
 /* A position's lane groups one at a time, each chunk through rq_w16f32 / rq_b8cols (16-bit     \
    sources to f32; 1-byte ones to f32, and scaled to 16-bit outputs, which go in pairs when     \
@@ -470,8 +480,8 @@ rq_quads_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
 }                                                                                               \
 /* bodies with a scale only where a side is 1-byte (the int8 activations): the others take      \
    RQ_ANY, which keeps the code size down */                                                    \
-TGT RQ_ENTRY void rq_block_##SN##_##DN(const void* src, void* dst, const rq_block_t* k,           \
-                                     const rq_math_t* m) {                                      \
+TGT RQ_ENTRY RQ_NOIPA_##SN void rq_block_##SN##_##DN(const void* src, void* dst,                 \
+                                                    const rq_block_t* k, const rq_math_t* m) {  \
     int mode = rq_mode(m, 0, 0);                                                                \
     if (((mode == RQ_SSCALE || mode == RQ_SSCALE_ZP) && !RQ_B8_##SN)                            \
             || ((mode == RQ_DSCALE || mode == RQ_DSCALE_ZP) && !RQ_B8_##ST))                    \
@@ -497,7 +507,7 @@ TGT RQ_ENTRY void rq_block_##SN##_##DN(const void* src, void* dst, const rq_bloc
         rq_singles_##SN##_##DN(s, k->soff, d, k->dB, k->ngroups, k->nbv, k->ssc, k->dinv, m,    \
                                (int)k->nt, mode, (int)k->cols_first);                           \
     } else if (RQ_W16_##ST && mode == RQ_PURE && rq_pairs_fit(k)) {                             \
-        rq_pairs_##SN##_##DN(s, k->soff, d, k->dB, k->ngroups / 2, k->nbv, (int)k->nt);         \
+        rq_pairs_##SN##_##DN(s, k->soff, d, k->dB, k->ngroups / 2, k->nbv, (int)k->nt, m);      \
     } else {                                                                                    \
         switch (mode) {                                                                         \
         case RQ_PURE: RQ_TILE_GROUPS(SN, SSIZE, DN, DSIZE, ST, RQ_PURE); break;                 \
@@ -521,5 +531,19 @@ TGT RQ_ENTRY void rq_block_##SN##_##DN(const void* src, void* dst, const rq_bloc
     RQ_TILE(SN, SSIZE, s32, 4)
 
 #define RQ_TILE_BF16HW(SN, SSIZE) RQ_TILE_T(SN, SSIZE, bf16hw, 2, RQ_TGT_BF16, bf16hw)
+
+/* s8 and u8 sources: the one 1-byte body (RQ_TILES_FOR(b8, 1)), told how its bytes widen */
+#define RQ_TILE_B8_ENTRY(SN, DN, TGT)                                                          \
+TGT RQ_ENTRY void rq_block_##SN##_##DN(const void* src, void* dst, const rq_block_t* k,          \
+                                       const rq_math_t* m) {                                    \
+    rq_math_t w = *m;                                                                           \
+    w.b8mask = RQ_B8MASK_##SN;                                                                 \
+    rq_block_b8_##DN(src, dst, k, &w);                                                          \
+}
+#define RQ_TILE_B8_ENTRIES(SN)                                                                 \
+    RQ_TILE_B8_ENTRY(SN, f32, RQ_TGT) RQ_TILE_B8_ENTRY(SN, f64, RQ_TGT)                         \
+    RQ_TILE_B8_ENTRY(SN, f16, RQ_TGT) RQ_TILE_B8_ENTRY(SN, bf16, RQ_TGT)                        \
+    RQ_TILE_B8_ENTRY(SN, s8, RQ_TGT) RQ_TILE_B8_ENTRY(SN, u8, RQ_TGT)                           \
+    RQ_TILE_B8_ENTRY(SN, s32, RQ_TGT)
 #endif
 #endif

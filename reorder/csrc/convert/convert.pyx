@@ -59,7 +59,7 @@ cdef extern from "convert/simd_dispatch.h" nogil:
         float szp, dzp, beta, adj
         int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj
         int nt
-        int b8flip, b8bias
+        int b8mask
     ctypedef struct rq_block_t:
         int64_t ngroups, dB, nbv, nbw, last, nt, groups, common, cols_first
         const int64_t* soff
@@ -1165,7 +1165,7 @@ cdef class Arith:
         self.c.dzp = self.m.dzp = 0.0 if dst_zp is None else dst_zp
         self.c.beta = self.m.beta = 0.0 if beta is None else beta
         self.c.adj = self.m.adj = adj
-        self.m.b8flip = self.m.b8bias = 0     # the rows' and grids' s8 / u8 entries set them
+        self.m.b8mask = 0     # the SIMD families' s8 / u8 entry points set it
         self.c.acc = NULL
 
 

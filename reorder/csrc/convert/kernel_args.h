@@ -12,9 +12,13 @@ typedef struct {
     float szp, dzp, beta, adj;
     int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj;
     int nt;                /* rows: stream 64-byte-aligned stores (the plan's choice) */
-    int b8flip, b8bias;    /* a 1-byte source's widening (RQ_B8VARS), set by the rows' and
-                              grids' s8 / u8 entry points: s8 128, 128; u8 0, 0 */
+    int b8mask;            /* a 1-byte source's widening (RQ_B8VARS), set by the SIMD
+                              families' s8 / u8 entry points: RQ_B8MASK_s8 / _u8 */
 } rq_math_t;
+/* A byte sign-extended to 32 bits is its s8 value; the low 8 bits of that are its u8 value.
+   So sign extension and a mask widen either (the SIMD families' "b8": one body for both) */
+#define RQ_B8MASK_s8 (-1)
+#define RQ_B8MASK_u8 0xff
 
 
 /* One outer position: G lane groups (group g at dst + 16*g, the last at dst + last, lanes

@@ -1,5 +1,6 @@
 /* The AVX2 (+F16C) conversion tiles and rows, 8 elements wide, for CPUs
- * without AVX-512. The macros are in convert/avx2.h. */
+ * without AVX-512, with one body for the s8 and u8 sources of each destination ("b8"). The
+ * macros are in convert/avx2.h. */
 #include "convert/avx2.h"
 #include "convert/entry_points.h"
 #if RQ_X86
@@ -7,7 +8,8 @@ RQ_AVX2_FOR(f32, 4)
 RQ_AVX2_FOR(f64, 8)
 RQ_AVX2_FOR(f16, 2)
 RQ_AVX2_FOR(bf16, 2)
-RQ_AVX2_FOR(s8, 1)
-RQ_AVX2_FOR(u8, 1)
+RQ_AVX2_FOR(b8, 1)
+RQ_AVX2_B8_ENTRIES(s8)
+RQ_AVX2_B8_ENTRIES(u8)
 RQ_AVX2_FOR(s32, 4)
 #endif

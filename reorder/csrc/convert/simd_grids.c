@@ -12,7 +12,7 @@ RQ_EACH_DST(RQ_GRIDS_KERNEL, s32, 4) RQ_EACH_DST(RQ_GRIDS_KERNEL, b8, 1)
 RQ_ENTRY void rq_grids_##SN##_##ST(const void* s, void* d, const rq_grid_t* g,                  \
                                    const rq_math_t* m) {                                        \
     rq_math_t w = *m;                                                                           \
-    w.b8flip = w.b8bias = RQ_B8FLIP_##SN;                                                       \
+    w.b8mask = RQ_B8MASK_##SN;                                                                 \
     rq_grids_b8_##ST(s, d, g, &w);                                                              \
 }
 RQ_EACH_DST(RQ_GRIDS_B8_ENTRY, s8, 1) RQ_EACH_DST(RQ_GRIDS_B8_ENTRY, u8, 1)

@@ -13,7 +13,7 @@ RQ_ENTRY void rq_rows_##SN##_##ST(const void* s, void* d, int64_t n, const float
                                   int64_t sk, const float* dinv, int64_t dk,                    \
                                   const rq_math_t* m) {                                         \
     rq_math_t w = *m;                                                                           \
-    w.b8flip = w.b8bias = RQ_B8FLIP_##SN;                                                       \
+    w.b8mask = RQ_B8MASK_##SN;                                                                 \
     rq_rows_b8_##ST(s, d, n, ssc, sk, dinv, dk, &w);                                            \
 }
 RQ_EACH_DST(RQ_ROWS_B8_ENTRY, s8, 1) RQ_EACH_DST(RQ_ROWS_B8_ENTRY, u8, 1)

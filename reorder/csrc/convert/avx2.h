@@ -22,6 +22,7 @@ RQ_TGT_AVX2 static inline __m256 rq_avx2_ld_bf16(const void* p) {
     __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
+/* 1-byte destinations' loads, for the sum with dst */
 RQ_TGT_AVX2 static inline __m256 rq_avx2_ld_s8(const void* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)p)));
 }
@@ -41,12 +42,6 @@ RQ_TGT_AVX2 static inline __m256 rq_avx2_ld_b8x(const void* p, __m256i mask) {
 #define RQ_AVX2_B8VARS_f16
 #define RQ_AVX2_B8VARS_bf16
 #define RQ_AVX2_B8VARS_s32
-#define RQ_AVX2_NOIPA_b8 __attribute__((noipa))
-#define RQ_AVX2_NOIPA_f32
-#define RQ_AVX2_NOIPA_f64
-#define RQ_AVX2_NOIPA_f16
-#define RQ_AVX2_NOIPA_bf16
-#define RQ_AVX2_NOIPA_s32
 RQ_TGT_AVX2 static inline __m256 rq_avx2_ld_s32(const void* p) {
     return _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i*)p));
 }
@@ -307,7 +302,7 @@ rq_avx2_tile_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_
         _mm256_storeu_si256((__m256i*)(acc + 8), _mm256_add_epi32(_mm256_loadu_si256((__m256i*)(acc + 8)), vacc[1])); \
     }                                                                                           \
 }                                                                                               \
-RQ_TGT_AVX2 RQ_ENTRY RQ_AVX2_NOIPA_##SN void                                                    \
+RQ_TGT_AVX2 RQ_ENTRY void                                                                       \
 rq_avx2_block_##SN##_##DN(const void* src, void* dst, const rq_block_t* k, const rq_math_t* m) { \
     const int pure = !(m->has_szp || m->has_sscale || m->has_sum || m->has_dscale               \
                        || m->has_dzp || m->has_adj);                                            \
@@ -399,7 +394,7 @@ rq_avx2_row_body_##SN##_##DN(const char* s, char* d, int64_t n, const float* ssc
                                  dinv + (dk ? j : 0), dk, m, PURE);                             \
     }                                                                                           \
 }                                                                                               \
-RQ_TGT_AVX2 RQ_ENTRY RQ_AVX2_NOIPA_##SN void                                                    \
+RQ_TGT_AVX2 RQ_ENTRY void                                                                       \
 rq_avx2_row_##SN##_##DN(const void* s, void* d, int64_t n, const float* ssc, int64_t sk,         \
                         const float* dinv, int64_t dk, const rq_math_t* m) {                    \
     if (!(m->has_szp || m->has_sscale || m->has_sum || m->has_dscale || m->has_dzp || m->has_adj)) \
@@ -415,23 +410,5 @@ rq_avx2_row_##SN##_##DN(const void* s, void* d, int64_t n, const float* ssc, int
     RQ_AVX2_ROW(SN, SSIZE, f32, 4) RQ_AVX2_ROW(SN, SSIZE, f64, 8) RQ_AVX2_ROW(SN, SSIZE, f16, 2)           \
     RQ_AVX2_ROW(SN, SSIZE, bf16, 2) RQ_AVX2_ROW(SN, SSIZE, s8, 1) RQ_AVX2_ROW(SN, SSIZE, u8, 1)            \
     RQ_AVX2_ROW(SN, SSIZE, s32, 4)
-/* s8 and u8 sources: the one 1-byte body (RQ_AVX2_FOR(b8, 1)), told how its bytes widen */
-#define RQ_AVX2_B8_ENTRY(SN, DN)                                                               \
-RQ_TGT_AVX2 RQ_ENTRY void rq_avx2_block_##SN##_##DN(const void* src, void* dst,                 \
-                                                    const rq_block_t* k, const rq_math_t* m) {  \
-    rq_math_t w = *m;                                                                           \
-    w.b8mask = RQ_B8MASK_##SN;                                                                 \
-    rq_avx2_block_b8_##DN(src, dst, k, &w);                                                     \
-}                                                                                               \
-RQ_TGT_AVX2 RQ_ENTRY void rq_avx2_row_##SN##_##DN(const void* s, void* d, int64_t n,             \
-        const float* ssc, int64_t sk, const float* dinv, int64_t dk, const rq_math_t* m) {      \
-    rq_math_t w = *m;                                                                           \
-    w.b8mask = RQ_B8MASK_##SN;                                                                 \
-    rq_avx2_row_b8_##DN(s, d, n, ssc, sk, dinv, dk, &w);                                        \
-}
-#define RQ_AVX2_B8_ENTRIES(SN)                                                                 \
-    RQ_AVX2_B8_ENTRY(SN, f32) RQ_AVX2_B8_ENTRY(SN, f64) RQ_AVX2_B8_ENTRY(SN, f16)               \
-    RQ_AVX2_B8_ENTRY(SN, bf16) RQ_AVX2_B8_ENTRY(SN, s8) RQ_AVX2_B8_ENTRY(SN, u8)                \
-    RQ_AVX2_B8_ENTRY(SN, s32)
 #endif
 #endif

@@ -138,7 +138,7 @@ rq_grids_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_m
     }                                                                                           \
     (void)vacc;                                                                                 \
 }                                                                                               \
-TGT RQ_ENTRY RQ_NOIPA_##SN void rq_grids_##SN##_##ST(const void* s, void* d, const rq_grid_t* g, \
+TGT RQ_ENTRY void rq_grids_##SN##_##ST(const void* s, void* d, const rq_grid_t* g,              \
                                      const rq_math_t* m) {                                      \
     int mode = rq_mode(m, g->sk, g->dk);                                                        \
     if (mode == RQ_SSCALE_ZP && !RQ_B8_##SN) mode = RQ_ANY;    /* u8 activations in only */    \

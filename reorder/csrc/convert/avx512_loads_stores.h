@@ -23,8 +23,6 @@ RQ_TGT static inline __m512 rq_widen_bf16(__m256i h) {
 RQ_TGT static inline __m512 rq_widen_f16(__m256i h) { return _mm512_cvtph_ps(h); }
 #define rq_widen_f32(h) _mm512_setzero_ps()
 #define rq_widen_f64(h) _mm512_setzero_ps()
-#define rq_widen_s8(h) _mm512_setzero_ps()
-#define rq_widen_u8(h) _mm512_setzero_ps()
 #define rq_widen_b8(h) _mm512_setzero_ps()
 #define rq_widen_s32(h) _mm512_setzero_ps()
 RQ_TGT static inline __m512 rq_ld_bf16(const void* p, __mmask16 k) {
@@ -43,8 +41,9 @@ RQ_TGT static inline __m512 rq_ld_u8(const void* p, __mmask16 k) {
    s8 and u8 sources, told at run time how its bytes widen: sign-extended, then masked to
    their low byte or not (kernel_args.h), the same f32 values as rq_ld_s8 / rq_ld_u8 for one
    vpandd more (vpmovsxbd takes the load). The body declares the mask once (RQ_B8VARS) from
-   rq_math_t, which the s8 and u8 entry points fill in before they call it; RQ_NOIPA keeps
-   gcc from cloning the body back into one copy per value. */
+   rq_math_t, where the caller set it from the source type; the tables of simd_dispatch.h
+   name the body in the rows of both sources. rq_ld_s8 / rq_ld_u8 load 1-byte destinations
+   for the sum, and the weights' sources. */
 RQ_TGT static inline __m512 rq_ld_b8x(const void* p, __mmask16 k, __m512i mask) {
     return _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, p)),
                                                mask));
@@ -58,12 +57,6 @@ RQ_TGT static inline __m512 rq_ld_b8x(const void* p, __mmask16 k, __m512i mask) 
 #define RQ_B8VARS_f16
 #define RQ_B8VARS_bf16
 #define RQ_B8VARS_s32
-#define RQ_NOIPA_b8 __attribute__((noipa))
-#define RQ_NOIPA_f32
-#define RQ_NOIPA_f64
-#define RQ_NOIPA_f16
-#define RQ_NOIPA_bf16
-#define RQ_NOIPA_s32
 RQ_TGT static inline __m512 rq_ld_s32(const void* p, __mmask16 k) {
     return _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(k, p));
 }
@@ -256,8 +249,6 @@ RQ_TR8(u8)
 #define RQ_B8_bf16 0
 #define RQ_B8_bf16hw 0
 #define RQ_B8_s32 0
-#define RQ_WIDEN_s8(x) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(x))
-#define RQ_WIDEN_u8(x) _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(x))
 #define RQ_WIDEN_b8(x)                                                                          \
     _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_cvtepi8_epi32(x), b8mask_))
 #define RQ_WIDEN_f32(x) _mm512_setzero_ps()

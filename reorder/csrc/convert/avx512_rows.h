@@ -85,7 +85,7 @@ rq_rows_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, in
     if (j < n) RQ_ROWS_PART(SN, SSIZE, DN, DSIZE, ST, j, n - j);                                    \
     (void)vacc;                                                                                 \
 }                                                                                               \
-TGT RQ_ENTRY RQ_NOIPA_##SN void rq_rows_##SN##_##ST(const void* s, void* d, int64_t n, const float* ssc,        \
+TGT RQ_ENTRY void rq_rows_##SN##_##ST(const void* s, void* d, int64_t n, const float* ssc,      \
         int64_t sk, const float* dinv, int64_t dk, const rq_math_t* m) {                        \
     const char* s_ = (const char*)s;                                                            \
     char* d_ = (char*)d;                                                                        \

@@ -480,7 +480,7 @@ rq_quads_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
 }                                                                                               \
 /* bodies with a scale only where a side is 1-byte (the int8 activations): the others take      \
    RQ_ANY, which keeps the code size down */                                                    \
-TGT RQ_ENTRY RQ_NOIPA_##SN void rq_block_##SN##_##DN(const void* src, void* dst,                 \
+TGT RQ_ENTRY void rq_block_##SN##_##DN(const void* src, void* dst,                              \
                                                     const rq_block_t* k, const rq_math_t* m) {  \
     int mode = rq_mode(m, 0, 0);                                                                \
     if (((mode == RQ_SSCALE || mode == RQ_SSCALE_ZP) && !RQ_B8_##SN)                            \
@@ -532,18 +532,5 @@ TGT RQ_ENTRY RQ_NOIPA_##SN void rq_block_##SN##_##DN(const void* src, void* dst,
 
 #define RQ_TILE_BF16HW(SN, SSIZE) RQ_TILE_T(SN, SSIZE, bf16hw, 2, RQ_TGT_BF16, bf16hw)
 
-/* s8 and u8 sources: the one 1-byte body (RQ_TILES_FOR(b8, 1)), told how its bytes widen */
-#define RQ_TILE_B8_ENTRY(SN, DN, TGT)                                                          \
-TGT RQ_ENTRY void rq_block_##SN##_##DN(const void* src, void* dst, const rq_block_t* k,          \
-                                       const rq_math_t* m) {                                    \
-    rq_math_t w = *m;                                                                           \
-    w.b8mask = RQ_B8MASK_##SN;                                                                 \
-    rq_block_b8_##DN(src, dst, k, &w);                                                          \
-}
-#define RQ_TILE_B8_ENTRIES(SN)                                                                 \
-    RQ_TILE_B8_ENTRY(SN, f32, RQ_TGT) RQ_TILE_B8_ENTRY(SN, f64, RQ_TGT)                         \
-    RQ_TILE_B8_ENTRY(SN, f16, RQ_TGT) RQ_TILE_B8_ENTRY(SN, bf16, RQ_TGT)                        \
-    RQ_TILE_B8_ENTRY(SN, s8, RQ_TGT) RQ_TILE_B8_ENTRY(SN, u8, RQ_TGT)                           \
-    RQ_TILE_B8_ENTRY(SN, s32, RQ_TGT)
 #endif
 #endif

@@ -12,8 +12,8 @@ typedef struct {
     float szp, dzp, beta, adj;
     int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj;
     int nt;                /* rows: stream 64-byte-aligned stores (the plan's choice) */
-    int b8mask;            /* a 1-byte source's widening (RQ_B8VARS), set by the SIMD
-                              families' s8 / u8 entry points: RQ_B8MASK_s8 / _u8 */
+    int b8mask;            /* a 1-byte source's widening (RQ_B8VARS): RQ_B8MASK_s8 / _u8,
+                              set from the source type by the caller */
 } rq_math_t;
 /* A byte sign-extended to 32 bits is its s8 value; the low 8 bits of that are its u8 value.
    So sign extension and a mask widen either (the SIMD families' "b8": one body for both) */

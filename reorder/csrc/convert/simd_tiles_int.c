@@ -5,7 +5,5 @@
 #include "convert/entry_points.h"
 #if RQ_X86
 RQ_TILES_FOR(b8, 1)
-RQ_TILE_B8_ENTRIES(s8)
-RQ_TILE_B8_ENTRIES(u8)
 RQ_TILES_FOR(s32, 4)
 #endif

@@ -27,7 +27,8 @@
 
 
 /* M(SN, SSIZE, DN, DSIZE, TGT, ST) for every pair of types (the hardware bf16 among the
-   destinations), and a kernel table's row for source SN / column for destination DN */
+   destinations), and a kernel table's row for source SN / column for destination DN. The s8
+   and u8 sources are one body, "b8" (avx512_loads_stores.h), named by both their rows. */
 #define RQ_EACH_DST(M, SN, SSIZE)                                                               \
     M(SN, SSIZE, f32, 4, RQ_TGT, f32) M(SN, SSIZE, f64, 8, RQ_TGT, f64)                         \
     M(SN, SSIZE, f16, 2, RQ_TGT, f16) M(SN, SSIZE, bf16, 2, RQ_TGT, bf16)                       \
@@ -35,14 +36,14 @@
     M(SN, SSIZE, s32, 4, RQ_TGT, s32) M(SN, SSIZE, bf16, 2, RQ_TGT_BF16, bf16hw)
 #define RQ_EACH_PAIR(M)                                                                         \
     RQ_EACH_DST(M, f32, 4) RQ_EACH_DST(M, f64, 8) RQ_EACH_DST(M, f16, 2)                        \
-    RQ_EACH_DST(M, bf16, 2) RQ_EACH_DST(M, s8, 1) RQ_EACH_DST(M, u8, 1) RQ_EACH_DST(M, s32, 4)
+    RQ_EACH_DST(M, bf16, 2) RQ_EACH_DST(M, b8, 1) RQ_EACH_DST(M, s32, 4)
 #define RQ_TABLE_ROW(P, SN) { P##SN##_f32, P##SN##_f64, P##SN##_f16, P##SN##_bf16, P##SN##_s8,    \
                               P##SN##_u8, P##SN##_s32 }
 #define RQ_TABLE(P) { RQ_TABLE_ROW(P, f32), RQ_TABLE_ROW(P, f64), RQ_TABLE_ROW(P, f16),          \
-                      RQ_TABLE_ROW(P, bf16), RQ_TABLE_ROW(P, s8), RQ_TABLE_ROW(P, u8),           \
+                      RQ_TABLE_ROW(P, bf16), RQ_TABLE_ROW(P, b8), RQ_TABLE_ROW(P, b8),           \
                       RQ_TABLE_ROW(P, s32) }
 #define RQ_TABLE_BF16HW(P) { P##f32_bf16hw, P##f64_bf16hw, P##f16_bf16hw, P##bf16_bf16hw,       \
-                             P##s8_bf16hw, P##u8_bf16hw, P##s32_bf16hw }
+                             P##b8_bf16hw, P##b8_bf16hw, P##s32_bf16hw }
 #else
 #define RQ_X86 0
 #endif

@@ -123,6 +123,16 @@ RQ_TGT static inline void rq_st_u8(void* p, __m512 v, __mmask16 k, __m512i* acc)
     __m512i q = _mm512_maskz_cvt_roundps_epi32(k, v, RQ_RNE);
     _mm_storeu_si128((__m128i*)p, _mm512_cvtepi32_epi8(q));
 }
+/* "b8" destinations: the tiles, rows and grids compile one body for s8 and u8 outputs, told
+   at run time which one it stores (RQ_D8VARS, from rq_math_t.dst_u8). Their clamps and packs
+   differ (a NaN goes to 127 as s8, to 0 as u8), so a store takes its type's by one branch,
+   the same way on every call. */
+RQ_TGT static inline __attribute__((always_inline)) void
+rq_st_b8x(void* p, __m512 v, __mmask16 k, __m512i* acc, int u8) {
+    if (u8) rq_st_u8(p, v, k, acc);
+    else rq_st_s8(p, v, k, acc);
+}
+#define rq_st_b8(p, v, k, acc) rq_st_b8x((p), (v), (k), (acc), dst_u8_)
 RQ_TGT static inline void rq_st_s32(void* p, __m512 v, __mmask16 k, __m512i* acc) {
     (void)acc;
     v = _mm512_min_ps(v, _mm512_set1_ps(2147483520.0f));          /* NaN -> 2147483520 */
@@ -147,6 +157,9 @@ RQ_TGT static inline __attribute__((always_inline)) __m512i rq_pack4_u8(const __
     for (int u = 0; u < 4; u++)
         q[u] = _mm512_cvt_roundps_epi32(_mm512_min_ps(hi, v[u]), RQ_RNE);
     return _mm512_packus_epi16(_mm512_packus_epi32(q[0], q[1]), _mm512_packus_epi32(q[2], q[3]));
+}
+RQ_TGT static inline __attribute__((always_inline)) __m512i rq_pack4_b8(const __m512 v[4], int u8) {
+    return u8 ? rq_pack4_u8(v) : rq_pack4_s8(v);
 }
 /* one dword permute undoes the packs' interleave: v[0..3] in order, 16 bytes each */
 RQ_TGT static inline __m512i rq_unpack_lanes(__m512i x) {
@@ -176,47 +189,43 @@ rq_put4(char* d, const __m512i v[4], int nt) {
 /* A 16 x 16 tile of converted values, row a = lane a's 16 columns b, to bytes transposed:
    column 4k + j's 16 lanes in 128-bit lane k of u[j]. Four packs make 4 x 4 blocks (rows x
    columns) in each 128-bit lane; a byte shuffle turns each block to columns, so dword b of
-   pack g holds column b's lanes 4g..4g+3; two rounds of unpacks gather the packs' dwords. */
-#define RQ_TR8(DN)                                                                              \
-RQ_TGT static inline __attribute__((always_inline)) void                                        \
-rq_tr8_##DN(const __m512 r[16], __m512i u[4]) {                                                 \
-    const __m512i cols = _mm512_broadcast_i32x4(                                                \
-        _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));                   \
-    __m512i z[4], t[4];                                                                         \
-    for (int g = 0; g < 4; g++) z[g] = _mm512_shuffle_epi8(rq_pack4_##DN(r + 4 * g), cols);     \
-    t[0] = _mm512_unpacklo_epi32(z[0], z[1]);                                                   \
-    t[1] = _mm512_unpackhi_epi32(z[0], z[1]);                                                   \
-    t[2] = _mm512_unpacklo_epi32(z[2], z[3]);                                                   \
-    t[3] = _mm512_unpackhi_epi32(z[2], z[3]);                                                   \
-    u[0] = _mm512_unpacklo_epi64(t[0], t[2]);                                                   \
-    u[1] = _mm512_unpackhi_epi64(t[0], t[2]);                                                   \
-    u[2] = _mm512_unpacklo_epi64(t[1], t[3]);                                                   \
-    u[3] = _mm512_unpackhi_epi64(t[1], t[3]);                                                   \
-}                                                                                               \
-/* the tile's columns b to d + b * step (streamed when nt: step 16, d 64-byte aligned) */       \
-RQ_TGT static inline __attribute__((always_inline)) void                                        \
-rq_tr8_put_##DN(const __m512 r[16], char* d, int64_t step, int nt) {                            \
-    __m512i u[4];                                                                               \
-    rq_tr8_##DN(r, u);                                                                          \
-    if (step == 16) {                                                                           \
-        __m512i v[4];                                                                           \
-        rq_tr4x4_lanes(u, v);                                                                   \
-        rq_put4(d, v, nt && ((uintptr_t)d & 63) == 0);                                          \
-        return;                                                                                 \
-    }                                                                                           \
-    for (int j = 0; j < 4; j++) {                                                               \
-        _mm_storeu_si128((__m128i*)(d + j * step), _mm512_castsi512_si128(u[j]));               \
-        _mm_storeu_si128((__m128i*)(d + (4 + j) * step), _mm512_extracti32x4_epi32(u[j], 1));   \
-        _mm_storeu_si128((__m128i*)(d + (8 + j) * step), _mm512_extracti32x4_epi32(u[j], 2));   \
-        _mm_storeu_si128((__m128i*)(d + (12 + j) * step), _mm512_extracti32x4_epi32(u[j], 3));  \
-    }                                                                                           \
+   pack g holds column b's lanes 4g..4g+3; two rounds of unpacks gather the packs' dwords.
+   u8: the type stored, u8 or s8 (rq_pack4_b8). */
+RQ_TGT static inline __attribute__((always_inline)) void
+rq_tr8_b8(const __m512 r[16], __m512i u[4], int u8) {
+    const __m512i cols = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    __m512i z[4], t[4];
+    for (int g = 0; g < 4; g++) z[g] = _mm512_shuffle_epi8(rq_pack4_b8(r + 4 * g, u8), cols);
+    t[0] = _mm512_unpacklo_epi32(z[0], z[1]);
+    t[1] = _mm512_unpackhi_epi32(z[0], z[1]);
+    t[2] = _mm512_unpacklo_epi32(z[2], z[3]);
+    t[3] = _mm512_unpackhi_epi32(z[2], z[3]);
+    u[0] = _mm512_unpacklo_epi64(t[0], t[2]);
+    u[1] = _mm512_unpackhi_epi64(t[0], t[2]);
+    u[2] = _mm512_unpacklo_epi64(t[1], t[3]);
+    u[3] = _mm512_unpackhi_epi64(t[1], t[3]);
 }
-RQ_TR8(s8)
-RQ_TR8(u8)
-#define RQ_TR8_s8 rq_tr8_put_s8
-#define RQ_TR8_u8 rq_tr8_put_u8
-#define RQ_TR8U_s8 rq_tr8_s8
-#define RQ_TR8U_u8 rq_tr8_u8
+/* the tile's columns b to d + b * step (streamed when nt: step 16, d 64-byte aligned) */
+RQ_TGT static inline __attribute__((always_inline)) void
+rq_tr8_put_b8(const __m512 r[16], char* d, int64_t step, int nt, int u8) {
+    __m512i u[4];
+    rq_tr8_b8(r, u, u8);
+    if (step == 16) {
+        __m512i v[4];
+        rq_tr4x4_lanes(u, v);
+        rq_put4(d, v, nt && ((uintptr_t)d & 63) == 0);
+        return;
+    }
+    for (int j = 0; j < 4; j++) {
+        _mm_storeu_si128((__m128i*)(d + j * step), _mm512_castsi512_si128(u[j]));
+        _mm_storeu_si128((__m128i*)(d + (4 + j) * step), _mm512_extracti32x4_epi32(u[j], 1));
+        _mm_storeu_si128((__m128i*)(d + (8 + j) * step), _mm512_extracti32x4_epi32(u[j], 2));
+        _mm_storeu_si128((__m128i*)(d + (12 + j) * step), _mm512_extracti32x4_epi32(u[j], 3));
+    }
+}
+#define RQ_TR8_b8(r, d, step, nt) rq_tr8_put_b8((r), (d), (step), (nt), dst_u8_)
+#define RQ_TR8U_b8(r, u) rq_tr8_b8((r), (u), dst_u8_)
 #define RQ_TR8_NONE(r, d, step, nt) ((void)(r), (void)(d), (void)(step), (void)(nt))
 #define RQ_TR8U_NONE(r, u) ((void)(r), (void)(u))
 #define RQ_TR8U_f32 RQ_TR8U_NONE
@@ -238,11 +247,8 @@ RQ_TR8(u8)
 #define RQ_F32_f16 0
 #define RQ_F32_bf16 0
 #define RQ_F32_bf16hw 0
-#define RQ_F32_s8 0
-#define RQ_F32_u8 0
+#define RQ_F32_b8 0
 #define RQ_F32_s32 0
-#define RQ_B8_s8 1
-#define RQ_B8_u8 1
 #define RQ_B8_f32 0
 #define RQ_B8_f64 0
 #define RQ_B8_f16 0
@@ -307,8 +313,7 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
 #define RQ_CV_bf16hw rq_cv_bf16hw
 #define RQ_CV_f32(v, k) _mm256_setzero_si256()
 #define RQ_CV_f64(v, k) _mm256_setzero_si256()
-#define RQ_CV_s8(v, k) _mm256_setzero_si256()
-#define RQ_CV_u8(v, k) _mm256_setzero_si256()
+#define RQ_CV_b8(v, k) _mm256_setzero_si256()
 #define RQ_CV_s32(v, k) _mm256_setzero_si256()
 /* 16-bit destinations: converted before the transpose (tr16x16_w16), and streamed as 64-byte
    lines when large. RQ_PACK2: two source rows -> one register of 16-bit outputs, row x in
@@ -318,8 +323,6 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
 #define RQ_W16_bf16hw 1
 #define RQ_W16_f32 0
 #define RQ_W16_f64 0
-#define RQ_W16_s8 0
-#define RQ_W16_u8 0
 #define RQ_W16_b8 0
 #define RQ_W16_s32 0
 #define RQ_PACK2_CV(ST, x, y)                                                                   \
@@ -329,9 +332,27 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
 #define RQ_PACK2_bf16hw(x, y) ((__m512i)_mm512_cvtne2ps_pbh((y), (x)))
 #define RQ_PACK2_f32(x, y) ((void)(x), (void)(y), _mm512_setzero_si512())
 #define RQ_PACK2_f64(x, y) ((void)(x), (void)(y), _mm512_setzero_si512())
-#define RQ_PACK2_s8(x, y) ((void)(x), (void)(y), _mm512_setzero_si512())
-#define RQ_PACK2_u8(x, y) ((void)(x), (void)(y), _mm512_setzero_si512())
+#define RQ_PACK2_b8(x, y) ((void)(x), (void)(y), _mm512_setzero_si512())
 #define RQ_PACK2_s32(x, y) ((void)(x), (void)(y), _mm512_setzero_si512())
+/* a destination's own values, for the sum with dst; a b8 destination widens by its mask */
+#define RQ_LDD_f32 rq_ld_f32
+#define RQ_LDD_f64 rq_ld_f64
+#define RQ_LDD_f16 rq_ld_f16
+#define RQ_LDD_bf16 rq_ld_bf16
+#define RQ_LDD_bf16hw rq_ld_bf16
+#define RQ_LDD_s32 rq_ld_s32
+#define RQ_LDD_b8(p, k) rq_ld_b8x((p), (k), dst_b8mask_)
+/* what a b8 destination's body declares once: which type it stores, and its widening */
+#define RQ_D8VARS_b8                                                                            \
+    const int dst_u8_ = m->dst_u8;                                                              \
+    const __m512i dst_b8mask_ = _mm512_set1_epi32(dst_u8_ ? RQ_B8MASK_u8 : RQ_B8MASK_s8);       \
+    (void)dst_u8_; (void)dst_b8mask_;
+#define RQ_D8VARS_f32
+#define RQ_D8VARS_f64
+#define RQ_D8VARS_f16
+#define RQ_D8VARS_bf16
+#define RQ_D8VARS_bf16hw
+#define RQ_D8VARS_s32
 /* arithmetic of one destination vector (same order as the scalar code), then the store */
 #define RQ_TILE_OUT(DN, ST, V, D)                                                               \
     do {                                                                                        \
@@ -339,7 +360,7 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
         char* d_ = (D);                                                                         \
         if (hz) v_ = _mm512_sub_ps(v_, szp);                                                    \
         if (hs) v_ = _mm512_mul_ps(v_, vs);                                                     \
-        if (hm) v_ = _mm512_add_ps(v_, _mm512_mul_ps(beta, rq_ld_##DN(d_, 0xffff)));            \
+        if (hm) v_ = _mm512_add_ps(v_, _mm512_mul_ps(beta, RQ_LDD_##DN(d_, 0xffff)));           \
         if (hd) v_ = _mm512_mul_ps(v_, vd);                                                     \
         if (hdz) v_ = _mm512_add_ps(v_, dzp);                                                   \
         if (ha) v_ = _mm512_mul_ps(v_, adj);                                                    \
@@ -365,8 +386,7 @@ rq_put8(char* d, const __m512i w[8], int nt) {
 #define RQ_NTL_f16 1
 #define RQ_NTL_bf16 1
 #define RQ_NTL_bf16hw 1
-#define RQ_NTL_s8 1
-#define RQ_NTL_u8 1
+#define RQ_NTL_b8 1
 #define RQ_NTL_f64 0
 #define RQ_LINE_f32(v) _mm512_castps_si512((v)[0])
 #define RQ_LINE_s32(v)                                                                          \
@@ -374,8 +394,7 @@ rq_put8(char* d, const __m512i w[8], int nt) {
 #define RQ_LINE_f16(v) RQ_PACK2_f16((v)[0], (v)[1])
 #define RQ_LINE_bf16(v) RQ_PACK2_bf16((v)[0], (v)[1])
 #define RQ_LINE_bf16hw(v) RQ_PACK2_bf16hw((v)[0], (v)[1])
-#define RQ_LINE_s8(v) rq_unpack_lanes(rq_pack4_s8(v))
-#define RQ_LINE_u8(v) rq_unpack_lanes(rq_pack4_u8(v))
+#define RQ_LINE_b8(v) rq_unpack_lanes(rq_pack4_b8((v), dst_u8_))
 #define RQ_LINE_f64(v) ((void)(v), _mm512_setzero_si512())   /* never streamed (RQ_NTL_f64) */
 #endif
 #endif

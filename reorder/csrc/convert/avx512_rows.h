@@ -31,6 +31,7 @@ rq_rows_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, in
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
     RQ_MODE_FLAGS(MODE)                                                                         \
     RQ_B8VARS_##SN                                                                              \
+    RQ_D8VARS_##ST                                                                              \
     if (!rq_any) sk = dk = 0;                                                                   \
     const __mmask16 kl = 0xffff;                                                                \
     __m512i vacc = _mm512_setzero_si512();                                                      \

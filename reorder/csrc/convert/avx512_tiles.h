@@ -193,6 +193,7 @@ rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
         int64_t t4, const int common) {                                                         \
     RQ_MODE_FLAGS(MODE)                                                                         \
     RQ_B8VARS_##SN                                                                              \
+    RQ_D8VARS_##ST                                                                              \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 adj = _mm512_set1_ps(m->adj);                                                  \
     const __m512 vs = _mm512_set1_ps(ssc[0]), vd = _mm512_set1_ps(dinv[0]);                     \
@@ -272,6 +273,7 @@ rq_b8cols_##SN##_##DN(const char* src, const int64_t* soff, int64_t b0, char* d0
                       const rq_math_t* m, __m512i* pacc, const int MODE) {                      \
     RQ_MODE_FLAGS(MODE)                                                                         \
     RQ_B8VARS_##SN                                                                              \
+    RQ_D8VARS_##ST                                                                              \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
     const __mmask16 kl = 0xffff;                                                                \
@@ -316,6 +318,7 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
     RQ_MODE_FLAGS(MODE)                                                                         \
     RQ_B8VARS_##SN                                                                              \
+    RQ_D8VARS_##ST                                                                              \
     const int64_t dstep = dB * DSIZE;                                                           \
     const char* rows[16];                                                                       \
     __m512i vacc = _mm512_setzero_si512();                                                      \
@@ -527,7 +530,7 @@ TGT RQ_ENTRY void rq_block_##SN##_##DN(const void* src, void* dst,              
 
 #define RQ_TILES_FOR(SN, SSIZE)                                                                \
     RQ_TILE(SN, SSIZE, f32, 4) RQ_TILE(SN, SSIZE, f64, 8) RQ_TILE(SN, SSIZE, f16, 2)           \
-    RQ_TILE(SN, SSIZE, bf16, 2) RQ_TILE(SN, SSIZE, s8, 1) RQ_TILE(SN, SSIZE, u8, 1)            \
+    RQ_TILE(SN, SSIZE, bf16, 2) RQ_TILE(SN, SSIZE, b8, 1)                                       \
     RQ_TILE(SN, SSIZE, s32, 4)
 
 #define RQ_TILE_BF16HW(SN, SSIZE) RQ_TILE_T(SN, SSIZE, bf16hw, 2, RQ_TGT_BF16, bf16hw)

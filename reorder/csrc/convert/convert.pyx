@@ -60,6 +60,7 @@ cdef extern from "convert/simd_dispatch.h" nogil:
         int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj
         int nt
         int b8mask
+        int dst_u8
     int RQ_B8MASK_s8, RQ_B8MASK_u8
     ctypedef struct rq_block_t:
         int64_t ngroups, dB, nbv, nbw, last, nt, groups, common, cols_first
@@ -1167,6 +1168,7 @@ cdef class Arith:
         self.c.beta = self.m.beta = 0.0 if beta is None else beta
         self.c.adj = self.m.adj = adj
         self.m.b8mask = 0     # the source type's, set by Convert.run
+        self.m.dst_u8 = 0     # the destination type's, set by Convert.run
         self.c.acc = NULL
 
 
@@ -1304,8 +1306,10 @@ cdef class Convert:
             c = values.c
             m = values.m
         m.nt = self.nt and stream and self.kind == K_WALK
-        # the SIMD families' one 1-byte body widens by this mask (convert/kernel_args.h)
+        # the SIMD families' one 1-byte source body widens by this mask, and their one 1-byte
+        # destination body stores the type this flag says (convert/kernel_args.h)
         m.b8mask = RQ_B8MASK_s8 if self.scode == 4 else RQ_B8MASK_u8 if self.scode == 5 else 0
+        m.dst_u8 = self.dcode == 5
         T.nt = T.nt and stream
         c.m = &m
         c.scode, c.dcode = self.scode, self.dcode

@@ -14,6 +14,7 @@ typedef struct {
     int nt;                /* rows: stream 64-byte-aligned stores (the plan's choice) */
     int b8mask;            /* a 1-byte source's widening (RQ_B8VARS): RQ_B8MASK_s8 / _u8,
                               set from the source type by the caller */
+    int dst_u8;            /* a 1-byte destination's type (RQ_D8VARS): 1 u8, 0 s8 */
 } rq_math_t;
 /* A byte sign-extended to 32 bits is its s8 value; the low 8 bits of that are its u8 value.
    So sign extension and a mask widen either (the SIMD families' "b8": one body for both) */

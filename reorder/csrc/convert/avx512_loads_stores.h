@@ -42,8 +42,8 @@ RQ_TGT static inline __m512 rq_ld_u8(const void* p, __mmask16 k) {
    their low byte or not (kernel_args.h), the same f32 values as rq_ld_s8 / rq_ld_u8 for one
    vpandd more (vpmovsxbd takes the load). The body declares the mask once (RQ_B8VARS) from
    rq_math_t, where the caller set it from the source type; the tables of simd_dispatch.h
-   name the body in the rows of both sources. rq_ld_s8 / rq_ld_u8 load 1-byte destinations
-   for the sum, and the weights' sources. */
+   name the body in the rows of both sources. A b8 destination's sum with dst widens the same
+   way by its own mask (RQ_LDD_b8); rq_ld_s8 / rq_ld_u8 stay for the weights' sources. */
 RQ_TGT static inline __m512 rq_ld_b8x(const void* p, __mmask16 k, __m512i mask) {
     return _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, p)),
                                                mask));

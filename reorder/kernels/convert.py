@@ -212,7 +212,7 @@ def _tile_cut(prob):
 def _tile_streams(prob, b, stream_min_bytes):
     """Whether the tiles stream whole 64-byte lines: of f32 columns, of 16-bit ones two
     groups wide and 1-byte ones four groups wide or on contiguous columns (AVX-512), of any
-    output whose lines the tile completes (AVX2, see csrc/convert/avx2.h); f32 widened from
+    output whose lines the tile completes (AVX2, see csrc/convert/simd_avx2.c); f32 widened from
     bytes only into far planes."""
     nt = prob.streams(stream_min_bytes)
     if prob.src.dtype.itemsize == 1 and prob.dst.dtype.itemsize == 4:

@@ -1,5 +1,6 @@
-/* AVX2 + F16C conversion tiles and rows, 8 elements wide, for CPUs without AVX-512
- * (RQ_AVX2_TILE, RQ_AVX2_ROW, RQ_AVX2_FOR). */
+/* AVX2 + F16C conversions, 8 elements wide, for CPUs without AVX-512: each type's loads and
+ * stores, the arithmetic, and the switches on the type codes by which the one tile and the one
+ * row of convert/simd_avx2.c take every pair. */
 #ifndef REORDER_CONVERT_AVX2_H
 #define REORDER_CONVERT_AVX2_H
 #include "convert/x86.h"
@@ -35,13 +36,6 @@ RQ_TGT_AVX2 static inline __m256 rq_avx2_ld_b8x(const void* p, __m256i mask) {
         _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)p)), mask));
 }
 #define rq_avx2_ld_b8(p) rq_avx2_ld_b8x((p), b8mask_)
-#define RQ_AVX2_B8VARS_b8                                                                       \
-    const __m256i b8mask_ = _mm256_set1_epi32(m->b8mask);
-#define RQ_AVX2_B8VARS_f32
-#define RQ_AVX2_B8VARS_f64
-#define RQ_AVX2_B8VARS_f16
-#define RQ_AVX2_B8VARS_bf16
-#define RQ_AVX2_B8VARS_s32
 RQ_TGT_AVX2 static inline __m256 rq_avx2_ld_s32(const void* p) {
     return _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i*)p));
 }
@@ -199,216 +193,56 @@ RQ_TGT_AVX2 static inline void rq_avx2_st32_u8(void* p, const __m256 v[4]) {
 RQ_AVX2_ST32_NONE(f32) RQ_AVX2_ST32_NONE(f64) RQ_AVX2_ST32_NONE(f16) RQ_AVX2_ST32_NONE(bf16) RQ_AVX2_ST32_NONE(s32)
 static const char rq_zero_row[64] __attribute__((aligned(64))) = {0};
 
-/* arithmetic of one vector in the scalar code's order; vs/vd: the lanes' scales */
-#define RQ_AVX2_MATH(V, VS, VD, DN, D)                                                              \
+/* arithmetic of one vector in the scalar code's order; vs/vd: the lanes' scales. Outside the
+   pure mode every step runs, an absent one with its identity (zero points +0 subtracted and
+   -0 added, scales and adj 1: exact for every input, -0 and NaN payloads included, as some
+   step rounds there anyway): a branch a step would stay in the loops, which a body of every
+   pair is too large for the compiler to unswitch. Only the sum, which reads dst, branches. */
+#define RQ_AVX2_MATH(V, VS, VD, DN, D)                                                          \
     ({ __m256 w_ = (V);                                                                         \
-       if (hz) w_ = _mm256_sub_ps(w_, szp);                                                     \
-       if (hs) w_ = _mm256_mul_ps(w_, (VS));                                                    \
-       if (hm) w_ = _mm256_add_ps(w_, _mm256_mul_ps(beta, rq_avx2_ld_##DN(D)));                     \
-       if (hd) w_ = _mm256_mul_ps(w_, (VD));                                                    \
-       if (hdz) w_ = _mm256_add_ps(w_, dzp);                                                    \
-       if (ha) w_ = _mm256_mul_ps(w_, adj);                                                     \
+       if (!PURE_) {                                                                            \
+           w_ = _mm256_mul_ps(_mm256_sub_ps(w_, szp), (VS));                                    \
+           if (hm) w_ = _mm256_add_ps(w_, _mm256_mul_ps(beta, rq_avx2_ld_##DN(D)));             \
+           w_ = _mm256_mul_ps(_mm256_add_ps(_mm256_mul_ps(w_, (VD)), dzp), adj);                \
+       }                                                                                        \
        w_; })
-#define RQ_AVX2_FLAGS(PURE)                                                                         \
-    const __m256 szp = _mm256_set1_ps(m->szp), dzp = _mm256_set1_ps(m->dzp);                    \
-    const __m256 beta = _mm256_set1_ps(m->beta), adj = _mm256_set1_ps(m->adj);                  \
-    const int hz = !(PURE) && m->has_szp, hs = !(PURE) && m->has_sscale;                        \
-    const int hm = !(PURE) && m->has_sum, hd = !(PURE) && m->has_dscale;                        \
-    const int hdz = !(PURE) && m->has_dzp, ha = !(PURE) && m->has_adj;                          \
-    (void)szp; (void)dzp; (void)beta; (void)adj;
+#define RQ_AVX2_FLAGS(PURE)                                                                     \
+    const int PURE_ = (PURE);                                                                   \
+    const __m256 szp = _mm256_set1_ps(m->has_szp ? m->szp : 0.0f);                             \
+    const __m256 dzp = _mm256_set1_ps(m->has_dzp ? m->dzp : -0.0f);                            \
+    const __m256 beta = _mm256_set1_ps(m->beta);                                                \
+    const __m256 adj = _mm256_set1_ps(m->has_adj ? m->adj : 1.0f);                              \
+    const int hs = !(PURE) && m->has_sscale, hd = !(PURE) && m->has_dscale;                     \
+    const int hm = !(PURE) && m->has_sum;                                                       \
+    const __m256i b8mask_ = _mm256_set1_epi32(m->b8mask);                                       \
+    (void)szp; (void)dzp; (void)beta; (void)adj; (void)b8mask_; (void)hs; (void)hd;
 
-/* The AVX2 tile: 16 rows x 8 columns per step, two 8x8 transposes, then per column the 16
-   lanes as two vectors, converted and stored as 16 contiguous elements. Invalid lanes read
-   a zero row and are masked to 0 after the arithmetic; the last columns go through a zeroed
-   stack copy, so every load is a full vector. */
-#define RQ_AVX2_TILE(SN, SSIZE, DN, DSIZE)                                                          \
-RQ_TGT_AVX2 static inline __attribute__((always_inline)) void                                      \
-rq_avx2_chunk_##SN##_##DN(const char* const rp[16], char* d, int64_t dstep, int nb, __m256 vs0,     \
-        __m256 vs1, __m256 vd0, __m256 vd1, __m256 mk0, __m256 mk1, int masked,                 \
-        const rq_math_t* m, __m256i acc[2], int nt, const int PURE) {                           \
-    RQ_AVX2_FLAGS(PURE)                                                                             \
-    RQ_AVX2_B8VARS_##SN                                                                         \
-    __m256 lo[8], hi[8];                                                                        \
-    _Pragma("GCC unroll 8")                                                                     \
-    for (int a = 0; a < 8; a++) { lo[a] = rq_avx2_ld_##SN(rp[a]); hi[a] = rq_avx2_ld_##SN(rp[8 + a]); } \
-    avx2_tr8x8_ps(lo);                                                                          \
-    avx2_tr8x8_ps(hi);                                                                          \
-    _Pragma("GCC unroll 8")                                                                     \
-    for (int b = 0; b < 8; b++) {                                                               \
-        if (b >= nb) break;                                                                     \
-        char* q = d + b * dstep;                                                                \
-        __m256 x = RQ_AVX2_MATH(lo[b], vs0, vd0, DN, q);                                            \
-        __m256 y = RQ_AVX2_MATH(hi[b], vs1, vd1, DN, q + 8 * DSIZE);                                \
-        if (masked) { x = _mm256_and_ps(x, mk0); y = _mm256_and_ps(y, mk1); }                   \
-        if (nt) rq_avx2_nt16_##DN(q, x, y, acc); else rq_avx2_st16_##DN(q, x, y, acc);                  \
-    }                                                                                           \
-}                                                                                               \
-RQ_TGT_AVX2 static inline __attribute__((always_inline)) void                                      \
-rq_avx2_tile_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB, int64_t nbv,  \
-        int64_t nbw, uint32_t lanes, const float* ssc, const float* dinv, const rq_math_t* m,   \
-        int32_t* acc, int nt, const int PURE) {                                                 \
-    const int64_t dstep = dB * DSIZE;                                                           \
-    const __m256 vs0 = _mm256_loadu_ps(ssc), vs1 = _mm256_loadu_ps(ssc + 8);                    \
-    const __m256 vd0 = _mm256_loadu_ps(dinv), vd1 = _mm256_loadu_ps(dinv + 8);                  \
-    const __m256i li = _mm256_set_epi32(128, 64, 32, 16, 8, 4, 2, 1);                           \
-    const __m256 mk0 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(                 \
-        _mm256_set1_epi32((int)(lanes & 0xff)), li), li));                                      \
-    const __m256 mk1 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(                 \
-        _mm256_set1_epi32((int)(lanes >> 8 & 0xff)), li), li));                                 \
-    const int masked = lanes != 0xffffu;                                                        \
-    /* stream whole lines only: the 8 columns of a chunk are one contiguous run of lines     \
-       (nChw16c), or each column is a line of its own (16 lanes of 4 bytes) */                 \
-    const int snt = nt && !m->has_sum && ((uintptr_t)dst & 63) == 0                             \
-                    && (dstep == 16 * DSIZE || (DSIZE == 4 && dstep % 64 == 0));                \
-    __m256i vacc[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};                         \
-    const char* rows[16];                                                                       \
-    int64_t step[16];                                                                           \
-    for (int a = 0; a < 16; a++) {                                                              \
-        int ok = lanes >> a & 1u;                                                               \
-        rows[a] = ok ? src + soff[a] * SSIZE : rq_zero_row;                                     \
-        step[a] = ok ? SSIZE : 0;                                                               \
-    }                                                                                           \
-    int64_t b0 = 0;                                                                             \
-    const char* rp[16];                                                                         \
-    if (!masked) {                                                                              \
-        for (; b0 + 8 <= nbv; b0 += 8) {                                                        \
-            _Pragma("GCC unroll 16")                                                            \
-            for (int a = 0; a < 16; a++) rp[a] = rows[a] + b0 * SSIZE;                          \
-            rq_avx2_chunk_##SN##_##DN(rp, dst + b0 * dstep, dstep, 8, vs0, vs1, vd0, vd1, mk0, mk1, \
-                                  0, m, vacc, snt, PURE);                                       \
-        }                                                                                       \
-    } else {                                                                                    \
-        for (; b0 + 8 <= nbv; b0 += 8) {                                                        \
-            for (int a = 0; a < 16; a++) rp[a] = rows[a] + b0 * step[a];                        \
-            rq_avx2_chunk_##SN##_##DN(rp, dst + b0 * dstep, dstep, 8, vs0, vs1, vd0, vd1, mk0, mk1, \
-                                  1, m, vacc, snt, PURE);                                       \
-        }                                                                                       \
-    }                                                                                           \
-    if (b0 < nbv) {                                                                             \
-        char tb[16][8 * SSIZE];                                                                 \
-        int nb = (int)(nbv - b0);                                                               \
-        memset(tb, 0, sizeof(tb));                                                              \
-        for (int a = 0; a < 16; a++) {                                                          \
-            if (step[a]) memcpy(tb[a], rows[a] + b0 * SSIZE, (size_t)nb * SSIZE);               \
-            rp[a] = tb[a];                                                                      \
-        }                                                                                       \
-        rq_avx2_chunk_##SN##_##DN(rp, dst + b0 * dstep, dstep, nb, vs0, vs1, vd0, vd1, mk0, mk1,    \
-                              masked, m, vacc, 0, PURE);                                        \
-    }                                                                                           \
-    for (int64_t b = nbv < 0 ? 0 : nbv; b < nbw; b++)                                           \
-        memset(dst + b * dstep, 0, 16 * DSIZE);                                                 \
-    if (acc) {                                                                                  \
-        _mm256_storeu_si256((__m256i*)acc, _mm256_add_epi32(_mm256_loadu_si256((__m256i*)acc), vacc[0])); \
-        _mm256_storeu_si256((__m256i*)(acc + 8), _mm256_add_epi32(_mm256_loadu_si256((__m256i*)(acc + 8)), vacc[1])); \
-    }                                                                                           \
-}                                                                                               \
-RQ_TGT_AVX2 RQ_ENTRY void                                                                       \
-rq_avx2_block_##SN##_##DN(const void* src, void* dst, const rq_block_t* k, const rq_math_t* m) { \
-    const int pure = !(m->has_szp || m->has_sscale || m->has_sum || m->has_dscale               \
-                       || m->has_dzp || m->has_adj);                                            \
-    for (int64_t g = 0; g < k->ngroups; g++) {                                                  \
-        int32_t* acc = k->acc ? k->acc + 16 * g : (int32_t*)0;                                  \
-        char* d = (char*)dst + (g == k->ngroups - 1 ? k->last : 16 * g) * DSIZE;                \
-        if (pure)                                                                               \
-            rq_avx2_tile_##SN##_##DN((const char*)src, k->soff + 16 * g, d, k->dB, k->nbv, k->nbw,  \
-                                 k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m, acc,        \
-                                 (int)k->nt, 1);                                                \
-        else                                                                                    \
-            rq_avx2_tile_##SN##_##DN((const char*)src, k->soff + 16 * g, d, k->dB, k->nbv, k->nbw,  \
-                                 k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m, acc,        \
-                                 (int)k->nt, 0);                                                \
-    }                                                                                           \
-    if (k->nt) _mm_sfence();                                                                    \
-}
-
-/* Rows: a contiguous run of n elements, 32 per step (four vectors), the rest through a zeroed
-   stack copy. Scales: one value (kI 0) or one per element (kI 1). */
-#define RQ_AVX2_ROW(SN, SSIZE, DN, DSIZE)                                                           \
-/* r <= 8 elements through zeroed stack copies, so the loads and stores are whole vectors */   \
-RQ_TGT_AVX2 static inline __attribute__((always_inline)) void                                      \
-rq_avx2_row_part_##SN##_##DN(const char* s, char* d, int64_t r, const float* ssc, int64_t sk,       \
-        const float* dinv, int64_t dk, const rq_math_t* m, const int PURE) {                    \
-    RQ_AVX2_FLAGS(PURE)                                                                             \
-    RQ_AVX2_B8VARS_##SN                                                                         \
-    __m256i acc = _mm256_setzero_si256();                                                       \
-    char sb[8 * SSIZE], db[8 * DSIZE];                                                          \
-    float fs[8], fd[8];                                                                         \
-    memset(sb, 0, sizeof(sb)); memset(db, 0, sizeof(db));                                       \
-    memset(fs, 0, sizeof(fs)); memset(fd, 0, sizeof(fd));                                       \
-    memcpy(sb, s, (size_t)r * SSIZE);                                                           \
-    if (hm) memcpy(db, d, (size_t)r * DSIZE);                                                   \
-    __m256 vs = _mm256_set1_ps(hs ? ssc[0] : 1.0f), vd = _mm256_set1_ps(hd ? dinv[0] : 1.0f);   \
-    if (hs && sk) { memcpy(fs, ssc, (size_t)r * 4); vs = _mm256_loadu_ps(fs); }                 \
-    if (hd && dk) { memcpy(fd, dinv, (size_t)r * 4); vd = _mm256_loadu_ps(fd); }                 \
-    __m256 v = RQ_AVX2_MATH(rq_avx2_ld_##SN(sb), vs, vd, DN, db);                                       \
-    rq_avx2_st_##DN(db, v, &acc);                                                                   \
-    memcpy(d, db, (size_t)r * DSIZE);                                                           \
-}                                                                                               \
-RQ_TGT_AVX2 static inline __attribute__((always_inline)) void                                      \
-rq_avx2_row_body_##SN##_##DN(const char* s, char* d, int64_t n, const float* ssc, int64_t sk,       \
-        const float* dinv, int64_t dk, const rq_math_t* m, const int PURE) {                    \
-    RQ_AVX2_FLAGS(PURE)                                                                             \
-    RQ_AVX2_B8VARS_##SN                                                                         \
-    __m256i acc = _mm256_setzero_si256();                                                       \
-    __m256i acc2[2];                 /* the s8 streaming store's (rows carry no sums) */        \
-    const __m256 vs1 = _mm256_set1_ps(hs ? ssc[0] : 1.0f), vd1 = _mm256_set1_ps(hd ? dinv[0] : 1.0f); \
-    int64_t j = 0;                                                                              \
-    acc2[0] = acc2[1] = acc;                                                                    \
-    /* streaming (large outputs of 1, 2 or 4 bytes): up to the first 64-byte boundary         \
-       through the partial path, then 16 elements per step into aligned streaming stores */   \
-    if (m->nt && !hm && DSIZE <= 4 && n >= 64 && ((uintptr_t)d % DSIZE) == 0) {                 \
-        while (j < n && ((uintptr_t)(d + j * DSIZE) & 63)) {                                    \
-            int64_t r = (int64_t)((64 - ((uintptr_t)(d + j * DSIZE) & 63)) / DSIZE);            \
-            if (r > 8) r = 8;                                                                   \
-            if (r > n - j) r = n - j;                                                           \
-            rq_avx2_row_part_##SN##_##DN(s + j * SSIZE, d + j * DSIZE, r, ssc + (sk ? j : 0), sk,   \
-                                     dinv + (dk ? j : 0), dk, m, PURE);                         \
-            j += r;                                                                             \
-        }                                                                                       \
-        for (; j + 16 <= n; j += 16) {                                                          \
-            __m256 vs0 = vs1, vs_ = vs1, vd0 = vd1, vd_ = vd1;                                  \
-            if (hs && sk) { vs0 = _mm256_loadu_ps(ssc + j); vs_ = _mm256_loadu_ps(ssc + j + 8); } \
-            if (hd && dk) { vd0 = _mm256_loadu_ps(dinv + j); vd_ = _mm256_loadu_ps(dinv + j + 8); } \
-            __m256 x = RQ_AVX2_MATH(rq_avx2_ld_##SN(s + j * SSIZE), vs0, vd0, DN, d);                   \
-            __m256 y = RQ_AVX2_MATH(rq_avx2_ld_##SN(s + (j + 8) * SSIZE), vs_, vd_, DN, d);             \
-            rq_avx2_nt16_##DN(d + j * DSIZE, x, y, acc2);                                           \
-        }                                                                                       \
-        _mm_sfence();                                                                           \
-    }                                                                                           \
-    for (; j + 32 <= n; j += 32) {                                                              \
-        __m256 v4[4];                                                                           \
-        _Pragma("GCC unroll 4")                                                                 \
-        for (int u = 0; u < 4; u++) {                                                           \
-            const int64_t e = j + 8 * u;                                                        \
-            __m256 vs = vs1, vd = vd1;                                                          \
-            if (hs && sk) vs = _mm256_loadu_ps(ssc + e);                                        \
-            if (hd && dk) vd = _mm256_loadu_ps(dinv + e);                                       \
-            v4[u] = RQ_AVX2_MATH(rq_avx2_ld_##SN(s + e * SSIZE), vs, vd, DN, d + e * DSIZE);            \
-            if (!RQ_AVX2_PACK32_##DN) rq_avx2_st_##DN(d + e * DSIZE, v4[u], &acc);                      \
-        }                                                                                       \
-        if (RQ_AVX2_PACK32_##DN) rq_avx2_st32_##DN(d + j * DSIZE, v4);                                  \
-    }                                                                                           \
-    for (; j < n; j += 8) {                                                                     \
-        const int64_t r = n - j < 8 ? n - j : 8;                                                \
-        rq_avx2_row_part_##SN##_##DN(s + j * SSIZE, d + j * DSIZE, r, ssc + (sk ? j : 0), sk,       \
-                                 dinv + (dk ? j : 0), dk, m, PURE);                             \
-    }                                                                                           \
-}                                                                                               \
-RQ_TGT_AVX2 RQ_ENTRY void                                                                       \
-rq_avx2_row_##SN##_##DN(const void* s, void* d, int64_t n, const float* ssc, int64_t sk,         \
-                        const float* dinv, int64_t dk, const rq_math_t* m) {                    \
-    if (!(m->has_szp || m->has_sscale || m->has_sum || m->has_dscale || m->has_dzp || m->has_adj)) \
-        rq_avx2_row_body_##SN##_##DN((const char*)s, (char*)d, n, ssc, sk, dinv, dk, m, 1);         \
-    else                                                                                        \
-        rq_avx2_row_body_##SN##_##DN((const char*)s, (char*)d, n, ssc, sk, dinv, dk, m, 0);         \
-}
-
-#define RQ_AVX2_FOR(SN, SSIZE)                                                                     \
-    RQ_AVX2_TILE(SN, SSIZE, f32, 4) RQ_AVX2_TILE(SN, SSIZE, f64, 8) RQ_AVX2_TILE(SN, SSIZE, f16, 2)        \
-    RQ_AVX2_TILE(SN, SSIZE, bf16, 2) RQ_AVX2_TILE(SN, SSIZE, s8, 1) RQ_AVX2_TILE(SN, SSIZE, u8, 1)         \
-    RQ_AVX2_TILE(SN, SSIZE, s32, 4)                                                                 \
-    RQ_AVX2_ROW(SN, SSIZE, f32, 4) RQ_AVX2_ROW(SN, SSIZE, f64, 8) RQ_AVX2_ROW(SN, SSIZE, f16, 2)           \
-    RQ_AVX2_ROW(SN, SSIZE, bf16, 2) RQ_AVX2_ROW(SN, SSIZE, s8, 1) RQ_AVX2_ROW(SN, SSIZE, u8, 1)            \
-    RQ_AVX2_ROW(SN, SSIZE, s32, 4)
+/* One body for every pair of types: the source's loads and the destination's stores are the
+   arms of a switch on the type codes (rq_math_t.scode / dcode, which the caller sets, so
+   the compiler cannot clone the body per pair). Each arm handles a whole step (a tile's
+   16 x 8 chunk, a row's 32 elements), and the two halves meet in registers: the loads'
+   vectors are what the stores' arm converts. X(NAME, SIZE) is the step for one type; the
+   s8 and u8 sources share the b8 load (its mask), the destinations keep an arm each. */
+#define RQ_AVX2_SRC_SWITCH(ST, X)                                                               \
+    switch (ST) {                                                                               \
+    case 0: X(f32, 4) break;                                                                    \
+    case 1: X(f64, 8) break;                                                                    \
+    case 2: X(f16, 2) break;                                                                    \
+    case 3: X(bf16, 2) break;                                                                   \
+    case 4: case 5: X(b8, 1) break;                                                             \
+    default: X(s32, 4) break;                                                                   \
+    }
+#define RQ_AVX2_DST_SWITCH(DT, X)                                                               \
+    switch (DT) {                                                                               \
+    case 0: X(f32, 4) break;                                                                    \
+    case 1: X(f64, 8) break;                                                                    \
+    case 2: X(f16, 2) break;                                                                    \
+    case 3: X(bf16, 2) break;                                                                   \
+    case 4: X(s8, 1) break;                                                                     \
+    case 5: X(u8, 1) break;                                                                     \
+    default: X(s32, 4) break;                                                                   \
+    }
+/* element sizes by type code: f32, f64, f16, bf16, s8, u8, s32 */
+static const int rq_avx2_size[7] = {4, 8, 2, 2, 1, 1, 4};
 #endif
 #endif

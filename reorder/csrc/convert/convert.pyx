@@ -61,6 +61,7 @@ cdef extern from "convert/simd_dispatch.h" nogil:
         int nt
         int b8mask
         int dst_u8
+        int scode, dcode
     int RQ_B8MASK_s8, RQ_B8MASK_u8
     ctypedef struct rq_block_t:
         int64_t ngroups, dB, nbv, nbw, last, nt, groups, common, cols_first
@@ -1169,6 +1170,7 @@ cdef class Arith:
         self.c.adj = self.m.adj = adj
         self.m.b8mask = 0     # the source type's, set by Convert.run
         self.m.dst_u8 = 0     # the destination type's, set by Convert.run
+        self.m.scode = self.m.dcode = 0     # the types, set by Convert.run
         self.c.acc = NULL
 
 
@@ -1310,6 +1312,7 @@ cdef class Convert:
         # destination body stores the type this flag says (convert/kernel_args.h)
         m.b8mask = RQ_B8MASK_s8 if self.scode == 4 else RQ_B8MASK_u8 if self.scode == 5 else 0
         m.dst_u8 = self.dcode == 5
+        m.scode, m.dcode = self.scode, self.dcode     # the AVX2 family's one body reads them
         T.nt = T.nt and stream
         c.m = &m
         c.scode, c.dcode = self.scode, self.dcode

@@ -1,6 +1,6 @@
 /* The entry points of the x86 conversion kernels, one per family and pair of element types
  * (s8 and u8 are one type, "b8", as sources in every family and as destinations in the
- * AVX-512 ones: convert/x86.h), and what the families share: the contract of a tile, and
+ * AVX-512 ones: convert/x86.h; the AVX2 family is one body for every pair), and what the families share: the contract of a tile, and
  * where each family lives.
  *
  * A tile call converts one "lane group" of 16 destination-contiguous elements (lanes a) along
@@ -21,7 +21,7 @@
  *     avx512_tiles.h    simd_tiles_float.c   AVX-512 tiles from f32, f64, f16 and bf16 sources
  *                       simd_tiles_int.c     AVX-512 tiles from s8, u8 and s32 sources
  *                       simd_tiles_bf16hw.c  AVX-512 tiles to bf16 through AVX512-BF16's rounding
- *     avx2.h            simd_avx2.c          the tiles and rows 8 elements wide, without AVX-512
+ *     avx2.h            simd_avx2.c          the tile and row 8 elements wide, without AVX-512
  *     avx512_rows.h     simd_rows.c          AVX-512 rows (the strided walk's contiguous runs)
  *     avx512_grids.h    simd_grids.c         AVX-512 grids (a block's short runs in one call)
  *     avx512_weights.h  simd_weights.c       int8 weights in 4i16o4i blocks (VBMI and VNNI)
@@ -43,14 +43,9 @@
     RQ_ENTRY rq_row_f rq_rows_##SN##_##ST;                                                      \
     RQ_ENTRY rq_grid_f rq_grids_##SN##_##ST;
 RQ_EACH_PAIR(RQ_DECLARE)
-#define RQ_DECLARE2(SN, DN)                                                                     \
-    RQ_ENTRY rq_block_f rq_avx2_block_##SN##_##DN;                                                  \
-    RQ_ENTRY rq_row_f rq_avx2_row_##SN##_##DN;
-#define RQ_DECLARE2_FOR(SN)                                                                     \
-    RQ_DECLARE2(SN, f32) RQ_DECLARE2(SN, f64) RQ_DECLARE2(SN, f16) RQ_DECLARE2(SN, bf16)        \
-    RQ_DECLARE2(SN, s8) RQ_DECLARE2(SN, u8) RQ_DECLARE2(SN, s32)
-RQ_DECLARE2_FOR(f32) RQ_DECLARE2_FOR(f64) RQ_DECLARE2_FOR(f16) RQ_DECLARE2_FOR(bf16)
-RQ_DECLARE2_FOR(b8) RQ_DECLARE2_FOR(s32)
+/* the AVX2 family: one tile and one row for every pair (the types in rq_math_t) */
+RQ_ENTRY rq_block_f rq_avx2_block;
+RQ_ENTRY rq_row_f rq_avx2_row;
 #define RQ_DECLARE_W(SN) RQ_ENTRY rq_w_f rq_w_##SN##_s8; RQ_ENTRY rq_w_f rq_w_##SN##_u8;
 RQ_DECLARE_W(f32) RQ_DECLARE_W(f64) RQ_DECLARE_W(f16) RQ_DECLARE_W(bf16)
 RQ_DECLARE_W(s8) RQ_DECLARE_W(u8) RQ_DECLARE_W(s32)

@@ -39,11 +39,10 @@ static inline rq_block_fn rq_block_kernel(int scode, int dcode) {
 #if RQ_X86
     static const rq_block_fn avx512[7][7] = RQ_TABLE(rq_block_, RQ_TABLE_ROW_B8);
     static const rq_block_fn avx512_bf16hw[7] = RQ_TABLE_BF16HW(rq_block_);
-    static const rq_block_fn avx2[7][7] = RQ_TABLE(rq_avx2_block_, RQ_TABLE_ROW);
     switch (rq_isa(scode, dcode)) {
     case 3: return avx512_bf16hw[scode];
     case 2: return avx512[scode][dcode];
-    case 1: return avx2[scode][dcode];
+    case 1: return rq_avx2_block;
     }
 #endif
     (void)scode; (void)dcode;
@@ -53,11 +52,10 @@ static inline rq_row_fn rq_row_kernel(int scode, int dcode) {
 #if RQ_X86
     static const rq_row_fn avx512[7][7] = RQ_TABLE(rq_rows_, RQ_TABLE_ROW_B8);
     static const rq_row_fn avx512_bf16hw[7] = RQ_TABLE_BF16HW(rq_rows_);
-    static const rq_row_fn avx2[7][7] = RQ_TABLE(rq_avx2_row_, RQ_TABLE_ROW);
     switch (rq_isa(scode, dcode)) {
     case 3: return avx512_bf16hw[scode];
     case 2: return avx512[scode][dcode];
-    case 1: return avx2[scode][dcode];
+    case 1: return rq_avx2_row;
     }
 #endif
     (void)scode; (void)dcode;

@@ -194,10 +194,11 @@ RQ_AVX2_ST32_NONE(f32) RQ_AVX2_ST32_NONE(f64) RQ_AVX2_ST32_NONE(f16) RQ_AVX2_ST3
 static const char rq_zero_row[64] __attribute__((aligned(64))) = {0};
 
 /* arithmetic of one vector in the scalar code's order; vs/vd: the lanes' scales. Outside the
-   pure mode every step runs, an absent one with its identity (zero points +0 subtracted and
-   -0 added, scales and adj 1: exact for every input, -0 and NaN payloads included, as some
-   step rounds there anyway): a branch a step would stay in the loops, which a body of every
-   pair is too large for the compiler to unswitch. Only the sum, which reads dst, branches. */
+   pure mode every step runs, an absent one with its identity (rq_math_t holds them: zero
+   points +0 subtracted and -0 added, adj 1; the scales are 1 here): exact for every input,
+   -0 and NaN payloads included. A branch a step would stay in the loops, which a body of
+   every pair is too large for the compiler to unswitch. Only the sum, which reads dst,
+   branches. */
 #define RQ_AVX2_MATH(V, VS, VD, DN, D)                                                          \
     ({ __m256 w_ = (V);                                                                         \
        if (!PURE_) {                                                                            \
@@ -208,10 +209,8 @@ static const char rq_zero_row[64] __attribute__((aligned(64))) = {0};
        w_; })
 #define RQ_AVX2_FLAGS(PURE)                                                                     \
     const int PURE_ = (PURE);                                                                   \
-    const __m256 szp = _mm256_set1_ps(m->has_szp ? m->szp : 0.0f);                             \
-    const __m256 dzp = _mm256_set1_ps(m->has_dzp ? m->dzp : -0.0f);                            \
-    const __m256 beta = _mm256_set1_ps(m->beta);                                                \
-    const __m256 adj = _mm256_set1_ps(m->has_adj ? m->adj : 1.0f);                              \
+    const __m256 szp = _mm256_set1_ps(m->szp), dzp = _mm256_set1_ps(m->dzp);                    \
+    const __m256 beta = _mm256_set1_ps(m->beta), adj = _mm256_set1_ps(m->adj);                  \
     const int hs = !(PURE) && m->has_sscale, hd = !(PURE) && m->has_dscale;                     \
     const int hm = !(PURE) && m->has_sum;                                                       \
     const __m256i b8mask_ = _mm256_set1_epi32(m->b8mask);                                       \

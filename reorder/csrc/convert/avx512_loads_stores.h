@@ -265,25 +265,27 @@ rq_tr8_put_b8(const __m512 r[16], char* d, int64_t step, int nt, int u8) {
 /* RQ_TILE_MATH for source row A before the transpose: its lane's scales as scalars */
 #define RQ_ROW_MATH(V, A) ({                                                                    \
         __m512 w_ = (V);                                                                        \
-        if (hz) w_ = _mm512_sub_ps(w_, szp);                                                    \
-        if (hs) w_ = _mm512_mul_ps(w_, _mm512_set1_ps(ssc[A]));                                 \
-        if (hd) w_ = _mm512_mul_ps(w_, _mm512_set1_ps(dinv[A]));                                \
-        if (hdz) w_ = _mm512_add_ps(w_, dzp);                                                   \
-        if (ha) w_ = _mm512_mul_ps(w_, adj);                                                    \
+        if (hz || rq_any) w_ = _mm512_sub_ps(w_, szp);                                          \
+        if (hs || rq_any) w_ = _mm512_mul_ps(w_, _mm512_set1_ps(ssc[A]));                       \
+        if (hd || rq_any) w_ = _mm512_mul_ps(w_, _mm512_set1_ps(dinv[A]));                      \
+        if (hdz || rq_any) w_ = _mm512_add_ps(w_, dzp);                                         \
+        if (ha || rq_any) w_ = _mm512_mul_ps(w_, adj);                                          \
         w_; })
 
-/* arithmetic of one destination vector, in the order of the scalar code (no sum here) */
+/* arithmetic of one destination vector, in the order of the scalar code (no sum here). The
+   RQ_ANY bodies run every step, an absent one with its identity (rq_math_t's zero points +0
+   and -0, adj 1; an absent scale reads 1.0): exact for every input, and no test a vector */
 #define RQ_TILE_MATH(V) ({                                                                      \
         __m512 w_ = (V);                                                                        \
-        if (hz) w_ = _mm512_sub_ps(w_, szp);                                                    \
-        if (hs) w_ = _mm512_mul_ps(w_, vs);                                                     \
-        if (hd) w_ = _mm512_mul_ps(w_, vd);                                                     \
-        if (hdz) w_ = _mm512_add_ps(w_, dzp);                                                   \
-        if (ha) w_ = _mm512_mul_ps(w_, adj);                                                    \
+        if (hz || rq_any) w_ = _mm512_sub_ps(w_, szp);                                          \
+        if (hs || rq_any) w_ = _mm512_mul_ps(w_, vs);                                           \
+        if (hd || rq_any) w_ = _mm512_mul_ps(w_, vd);                                           \
+        if (hdz || rq_any) w_ = _mm512_add_ps(w_, dzp);                                         \
+        if (ha || rq_any) w_ = _mm512_mul_ps(w_, adj);                                          \
         w_; })
 /* The arithmetic a body is compiled for: none, one src or dst scale alone (int8 activations
    in and out), a dst or src scale with a zero point (u8 activations out and in), or any
-   (flags read at run time: their tests in unrolled loops cost more than the conversion).
+   (every step, absent ones with their identities: RQ_TILE_MATH).
    sk / dk: the scales step along a run (rows, grids), whose bodies with a scale take one
    common value; the tiles read per-lane scale vectors either way and pass 0. A zero point
    without its scale takes the zero point's body: an absent scale reads 1.0 (Arith), and
@@ -358,12 +360,12 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
     do {                                                                                        \
         __m512 v_ = (V);                                                                        \
         char* d_ = (D);                                                                         \
-        if (hz) v_ = _mm512_sub_ps(v_, szp);                                                    \
-        if (hs) v_ = _mm512_mul_ps(v_, vs);                                                     \
+        if (hz || rq_any) v_ = _mm512_sub_ps(v_, szp);                                          \
+        if (hs || rq_any) v_ = _mm512_mul_ps(v_, vs);                                           \
         if (hm) v_ = _mm512_add_ps(v_, _mm512_mul_ps(beta, RQ_LDD_##DN(d_, 0xffff)));           \
-        if (hd) v_ = _mm512_mul_ps(v_, vd);                                                     \
-        if (hdz) v_ = _mm512_add_ps(v_, dzp);                                                   \
-        if (ha) v_ = _mm512_mul_ps(v_, adj);                                                    \
+        if (hd || rq_any) v_ = _mm512_mul_ps(v_, vd);                                           \
+        if (hdz || rq_any) v_ = _mm512_add_ps(v_, dzp);                                         \
+        if (ha || rq_any) v_ = _mm512_mul_ps(v_, adj);                                          \
         rq_st_##ST(d_, v_, kl, &vacc);                                                          \
     } while (0)
 /* 8 registers to 512 contiguous bytes; `nt`: streaming stores (d 64-byte aligned) */

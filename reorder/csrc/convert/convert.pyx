@@ -1165,7 +1165,9 @@ cdef class Arith:
         self.c.has_sum = self.m.has_sum = beta is not None
         self.c.has_adj = self.m.has_adj = adj != 1.0
         self.c.szp = self.m.szp = 0.0 if src_zp is None else src_zp
-        self.c.dzp = self.m.dzp = 0.0 if dst_zp is None else dst_zp
+        self.c.dzp = 0.0 if dst_zp is None else dst_zp
+        # -0.0: what the SIMD bodies of any arithmetic add where there is no zero point
+        self.m.dzp = -0.0 if dst_zp is None else dst_zp
         self.c.beta = self.m.beta = 0.0 if beta is None else beta
         self.c.adj = self.m.adj = adj
         self.m.b8mask = 0     # the source type's, set by Convert.run

@@ -9,7 +9,7 @@
 
 
 typedef struct {
-    float szp, dzp, beta, adj;
+    float szp, dzp, beta, adj;     /* absent: +0, -0, 0, 1 (x - +0, x + -0 and x * 1 are x) */
     int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj;
     int nt;                /* rows: stream 64-byte-aligned stores (the plan's choice) */
     int b8mask;            /* a 1-byte source's widening (RQ_B8VARS): RQ_B8MASK_s8 / _u8,

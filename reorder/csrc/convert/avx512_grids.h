@@ -142,16 +142,29 @@ rq_grids_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_m
 TGT RQ_ENTRY void rq_grids_##SN##_##ST(const void* s, void* d, const rq_grid_t* g,              \
                                      const rq_math_t* m) {                                      \
     int mode = rq_mode(m, g->sk, g->dk);                                                        \
-    if (mode == RQ_SSCALE_ZP && !RQ_B8_##SN) mode = RQ_ANY;    /* u8 activations in only */    \
+    /* bodies with one scale only where a side is 1-byte, and with a scale and a zero           \
+       point where that side is (the int8 activations); the other pairs take RQ_ANY */          \
+    if (mode != RQ_PURE && !(RQ_B8_##SN || RQ_B8_##ST)) mode = RQ_ANY;                          \
+    if ((mode == RQ_SSCALE_ZP && !RQ_B8_##SN) || (mode == RQ_DSCALE_ZP && !RQ_B8_##ST))         \
+        mode = RQ_ANY;                                                                          \
     switch (mode) {                                                                             \
     case RQ_PURE: rq_grids_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_PURE); break;    \
-    case RQ_SSCALE: rq_grids_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_SSCALE); break; \
-    case RQ_SSCALE_ZP:                                                                          \
-        if (RQ_B8_##SN) rq_grids_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_SSCALE_ZP); \
+    case RQ_SSCALE:                                                                             \
+        if (RQ_B8_##SN || RQ_B8_##ST)                                                           \
+            rq_grids_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_SSCALE);               \
         break;                                                                                  \
-    case RQ_DSCALE: rq_grids_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_DSCALE); break; \
+    case RQ_SSCALE_ZP:                                                                          \
+        if (RQ_B8_##SN)                                                                         \
+            rq_grids_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_SSCALE_ZP);            \
+        break;                                                                                  \
+    case RQ_DSCALE:                                                                             \
+        if (RQ_B8_##SN || RQ_B8_##ST)                                                           \
+            rq_grids_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_DSCALE);               \
+        break;                                                                                  \
     case RQ_DSCALE_ZP:                                                                          \
-        rq_grids_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_DSCALE_ZP); break;         \
+        if (RQ_B8_##ST)                                                                         \
+            rq_grids_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_DSCALE_ZP);            \
+        break;                                                                                  \
     default: rq_grids_body_##SN##_##ST((const char*)s, (char*)d, g, m, RQ_ANY);                 \
     }                                                                                           \
 }

@@ -91,16 +91,27 @@ TGT RQ_ENTRY void rq_rows_##SN##_##ST(const void* s, void* d, int64_t n, const f
     const char* s_ = (const char*)s;                                                            \
     char* d_ = (char*)d;                                                                        \
     int mode = rq_mode(m, sk, dk);                                                              \
-    if (mode == RQ_SSCALE_ZP && !RQ_B8_##SN) mode = RQ_ANY;    /* u8 activations in only */    \
+    /* bodies with one scale only where a side is 1-byte, and with a scale and a zero           \
+       point where that side is (the int8 activations); the other pairs take RQ_ANY */          \
+    if (mode != RQ_PURE && !(RQ_B8_##SN || RQ_B8_##ST)) mode = RQ_ANY;                          \
+    if ((mode == RQ_SSCALE_ZP && !RQ_B8_##SN) || (mode == RQ_DSCALE_ZP && !RQ_B8_##ST))         \
+        mode = RQ_ANY;                                                                          \
     switch (mode) {                                                                             \
-    case RQ_PURE: rq_rows_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_PURE); break;     \
-    case RQ_SSCALE: rq_rows_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_SSCALE); break; \
-    case RQ_SSCALE_ZP:                                                                          \
-        if (RQ_B8_##SN) rq_rows_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_SSCALE_ZP); \
+    case RQ_PURE: rq_rows_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_PURE); break;    \
+    case RQ_SSCALE:                                                                             \
+        if (RQ_B8_##SN || RQ_B8_##ST)                                                           \
+            rq_rows_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_SSCALE);               \
         break;                                                                                  \
-    case RQ_DSCALE: rq_rows_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_DSCALE); break; \
+    case RQ_SSCALE_ZP:                                                                          \
+        if (RQ_B8_##SN) rq_rows_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_SSCALE_ZP);\
+        break;                                                                                  \
+    case RQ_DSCALE:                                                                             \
+        if (RQ_B8_##SN || RQ_B8_##ST)                                                           \
+            rq_rows_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_DSCALE);               \
+        break;                                                                                  \
     case RQ_DSCALE_ZP:                                                                          \
-        rq_rows_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_DSCALE_ZP); break;         \
+        if (RQ_B8_##ST) rq_rows_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_DSCALE_ZP);\
+        break;                                                                                  \
     default: rq_rows_body_##SN##_##ST(s_, d_, n, ssc, sk, dinv, dk, m, RQ_ANY);                 \
     }                                                                                           \
 }

@@ -224,21 +224,21 @@ static const char rq_zero_row[64] __attribute__((aligned(64))) = {0};
    s8 and u8 sources share the b8 load (its mask), the destinations keep an arm each. */
 #define RQ_AVX2_SRC_SWITCH(ST, X)                                                               \
     switch (ST) {                                                                               \
-    case 0: X(f32, 4) break;                                                                    \
-    case 1: X(f64, 8) break;                                                                    \
-    case 2: X(f16, 2) break;                                                                    \
-    case 3: X(bf16, 2) break;                                                                   \
-    case 4: case 5: X(b8, 1) break;                                                             \
+    case RQ_CODE_F32: X(f32, 4) break;                                                          \
+    case RQ_CODE_F64: X(f64, 8) break;                                                          \
+    case RQ_CODE_F16: X(f16, 2) break;                                                          \
+    case RQ_CODE_BF16: X(bf16, 2) break;                                                        \
+    case RQ_CODE_S8: case RQ_CODE_U8: X(b8, 1) break;                                           \
     default: X(s32, 4) break;                                                                   \
     }
 #define RQ_AVX2_DST_SWITCH(DT, X)                                                               \
     switch (DT) {                                                                               \
-    case 0: X(f32, 4) break;                                                                    \
-    case 1: X(f64, 8) break;                                                                    \
-    case 2: X(f16, 2) break;                                                                    \
-    case 3: X(bf16, 2) break;                                                                   \
-    case 4: X(s8, 1) break;                                                                     \
-    case 5: X(u8, 1) break;                                                                     \
+    case RQ_CODE_F32: X(f32, 4) break;                                                          \
+    case RQ_CODE_F64: X(f64, 8) break;                                                          \
+    case RQ_CODE_F16: X(f16, 2) break;                                                          \
+    case RQ_CODE_BF16: X(bf16, 2) break;                                                        \
+    case RQ_CODE_S8: X(s8, 1) break;                                                            \
+    case RQ_CODE_U8: X(u8, 1) break;                                                            \
     default: X(s32, 4) break;                                                                   \
     }
 /* element sizes by type code: f32, f64, f16, bf16, s8, u8, s32 */

@@ -51,7 +51,19 @@ RQ_TGT static inline __m512 rq_ld_b8x(const void* p, __mmask16 k, __m512i mask) 
 #define rq_ld_b8(p, k) rq_ld_b8x((p), (k), b8mask_)
 #define RQ_B8_b8 1
 #define RQ_B8VARS_b8                                                                            \
-    const __m512i b8mask_ = _mm512_set1_epi32(m->b8mask);
+    const __m512i b8mask_ = _mm512_set1_epi32(m->b8mask);                                       \
+    (void)b8mask_;
+/* "h16", a 16-bit float source of either kind: the tiles, rows and grids compile one body for
+   f16 and bf16 sources, told at run time which one it reads (rq_math_t.scode). They load the
+   same words and widen them by one branch a register, the same way on every call. */
+RQ_TGT static inline __attribute__((always_inline)) __m512 rq_widen_h16x(__m256i h, int bf) {
+    return bf ? rq_widen_bf16(h) : rq_widen_f16(h);
+}
+#define rq_widen_h16(h) rq_widen_h16x((h), h16bf_)
+#define rq_ld_h16(p, k) rq_widen_h16(_mm256_maskz_loadu_epi16((k), (p)))
+#define RQ_B8VARS_h16                                                                           \
+    const int h16bf_ = m->scode == RQ_CODE_BF16;                                                \
+    (void)h16bf_;
 #define RQ_B8VARS_f32
 #define RQ_B8VARS_f64
 #define RQ_B8VARS_f16
@@ -246,6 +258,7 @@ rq_tr8_put_b8(const __m512 r[16], char* d, int64_t step, int nt, int u8) {
 #define RQ_F32_f64 0
 #define RQ_F32_f16 0
 #define RQ_F32_bf16 0
+#define RQ_F32_h16 0
 #define RQ_F32_bf16hw 0
 #define RQ_F32_b8 0
 #define RQ_F32_s32 0
@@ -253,6 +266,7 @@ rq_tr8_put_b8(const __m512 r[16], char* d, int64_t step, int nt, int u8) {
 #define RQ_B8_f64 0
 #define RQ_B8_f16 0
 #define RQ_B8_bf16 0
+#define RQ_B8_h16 0
 #define RQ_B8_bf16hw 0
 #define RQ_B8_s32 0
 #define RQ_WIDEN_b8(x)                                                                          \
@@ -261,6 +275,7 @@ rq_tr8_put_b8(const __m512 r[16], char* d, int64_t step, int nt, int u8) {
 #define RQ_WIDEN_f64(x) _mm512_setzero_ps()
 #define RQ_WIDEN_f16(x) _mm512_setzero_ps()
 #define RQ_WIDEN_bf16(x) _mm512_setzero_ps()
+#define RQ_WIDEN_h16(x) _mm512_setzero_ps()
 #define RQ_WIDEN_s32(x) _mm512_setzero_ps()
 /* RQ_TILE_MATH for source row A before the transpose: its lane's scales as scalars */
 #define RQ_ROW_MATH(V, A) ({                                                                    \
@@ -322,6 +337,7 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
    words 0..15 and y in 16..31 (the layout tr16x16_w16 takes); 0 for other destinations. */
 #define RQ_W16_f16 1
 #define RQ_W16_bf16 1
+#define RQ_W16_h16 1
 #define RQ_W16_bf16hw 1
 #define RQ_W16_f32 0
 #define RQ_W16_f64 0

@@ -53,7 +53,7 @@ static inline void rq_block_split(rq_block_fn fn, const void* src, void* dst, co
         for (int64_t b0 = 0; b0 < nbv; b0 += 16) {                                              \
             char* d0_ = dst + b0 * dB * DSIZE;                                                  \
             if (RQ_W16_##SN)                                                                    \
-                rq_w16f32_##SN##_##DN(src, soff, b0, d0_, dB * DSIZE, nt);                      \
+                rq_w16f32_##SN##_##DN(src, soff, b0, d0_, dB * DSIZE, nt, m);                   \
             else                                                                                \
                 rq_b8cols_##SN##_##DN(src, soff, b0, d0_, dB * DSIZE, nt, vs, vd, m, &acc_,     \
                                       (MODE));                                                  \
@@ -67,7 +67,7 @@ static inline void rq_block_split(rq_block_fn fn, const void* src, void* dst, co
             __m512i acc_ = _mm512_setzero_si512();                                              \
             char* d0_ = dst + (16 * g + b0 * dB) * DSIZE;                                       \
             if (RQ_W16_##SN)                                                                    \
-                rq_w16f32_##SN##_##DN(src, soff + 16 * g, b0, d0_, dB * DSIZE, nt);             \
+                rq_w16f32_##SN##_##DN(src, soff + 16 * g, b0, d0_, dB * DSIZE, nt, m);          \
             else                                                                                \
                 rq_b8cols_##SN##_##DN(src, soff + 16 * g, b0, d0_, dB * DSIZE, nt, vs, vd, m,   \
                                       &acc_, (MODE));                                           \
@@ -241,7 +241,8 @@ rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
    shuffles), then each column widened; column b to d0 + b * dstep */                           \
 TGT static inline __attribute__((always_inline)) void                                           \
 rq_w16f32_##SN##_##DN(const char* src, const int64_t* soff, int64_t b0, char* d0,               \
-                      int64_t dstep, int nt) {                                                  \
+                      int64_t dstep, int nt, const rq_math_t* m) {                              \
+    RQ_B8VARS_##SN                                                                              \
     __m512i w[8];                                                                               \
     _Pragma("GCC unroll 8")                                                                     \
     for (int k = 0; k < 8; k++)                                                                 \
@@ -372,7 +373,7 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
             continue;                                                                           \
         }                                                                                       \
         if (MODE == RQ_PURE && RQ_W16_##SN && RQ_F32_##ST && lanes == 0xffffu) {                \
-            rq_w16f32_##SN##_##DN(src, soff, b0, dst + b0 * dstep, dstep, nt);                  \
+            rq_w16f32_##SN##_##DN(src, soff, b0, dst + b0 * dstep, dstep, nt, m);               \
             continue;                                                                           \
         }                                                                                       \
         if (RQ_B8_##ST && lanes == 0xffffu && !hm && !acc) {                                    \

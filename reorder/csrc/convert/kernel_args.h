@@ -15,9 +15,12 @@ typedef struct {
     int b8mask;            /* a 1-byte source's widening (RQ_B8VARS): RQ_B8MASK_s8 / _u8,
                               set from the source type by the caller */
     int dst_u8;            /* a 1-byte destination's type (RQ_D8VARS): 1 u8, 0 s8 */
-    int scode, dcode;      /* the element types (0 f32, 1 f64, 2 f16, 3 bf16, 4 s8, 5 u8,
-                              6 s32), for the AVX2 family's one body of every pair */
+    int scode, dcode;      /* the element types (RQ_CODE_*), for the bodies that serve
+                              several: the AVX2 family's, and the AVX-512 b8 and h16 ones */
 } rq_math_t;
+/* the element type codes, as convert/convert.pyx numbers them */
+enum { RQ_CODE_F32, RQ_CODE_F64, RQ_CODE_F16, RQ_CODE_BF16, RQ_CODE_S8, RQ_CODE_U8,
+       RQ_CODE_S32 };
 /* A byte sign-extended to 32 bits is its s8 value; the low 8 bits of that are its u8 value.
    So sign extension and a mask widen either (the SIMD families' "b8": one body for both) */
 #define RQ_B8MASK_s8 (-1)

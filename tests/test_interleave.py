@@ -103,6 +103,7 @@ def test_explain_names_the_kernel():
 
 
 @pytest.mark.parametrize("shape,why", [((1, 100, 0, 1, 64), "bad interleave"),
+                                       ((16, 100, 100, 1, 64), "bad interleave"),
                                        ((17, 100, 100, 1, 64), "bad interleave"),
                                        ((3, 0, 100, 1, 64), "bad interleave"),
                                        ((3, 100, 100, 2, 64), "bad interleave"),

@@ -1,5 +1,5 @@
 /* Interleave kernel: pixels of a few channels side by side <-> one plane a channel
- * (nhwc <-> nchw of images: RGB, RGBA, two to sixteen channels).
+ * (nhwc <-> nchw of images: RGB, RGBA, two to fifteen channels).
  *
  * A row is n pixels of C channels. On the interleaved side the row is n * C contiguous
  * elements, channel fastest; on the planar side channel c's n pixels are contiguous, c * ps
@@ -10,7 +10,8 @@
  * two-source permutes over the pairs of input registers (a single-source permute for an odd
  * C's last), through tables built once a plan (ilv_prepare): ceil(C / 2) permutes and one
  * blend fewer an output register, two and one for RGB. C is a compile-time constant of each
- * row function, so the inputs stay in registers. The last partial step takes masked loads
+ * row function, so the inputs stay in registers; so is the permutes' lane size, 8-byte
+ * elements taking the 4-byte functions as pairs of lanes (ilv_unit). The last partial step takes masked loads
  * and stores, which touch no byte outside the row. Streaming stores (nt) where a store is a
  * whole, aligned 64-byte line; the caller issues the sfence. simd = 0, and CPUs without
  * those extensions, take a portable loop that writes the same bytes (the planner leaves
@@ -23,22 +24,27 @@
 #include "common/cpu_features.h"
 #include "move/transposes.h"     /* REORDER_X86 and the intrinsics */
 
-#define ILV_MAX_C 16
-#define ILV_MAX_SRC (ILV_MAX_C / 2)     /* pairs of input registers an output draws from */
+#define ILV_MAX_C 15
+#define ILV_MAX_SRC ((ILV_MAX_C + 1) / 2)  /* pairs of input registers an output draws from */
 
 typedef struct {
-    /* permute indices of each output register and source pair, in lanes of esize bytes */
+    /* permute indices of each output register and source pair, in lanes of ilv_unit bytes */
     uint8_t idx[ILV_MAX_C][ILV_MAX_SRC][64];
     uint64_t mask[ILV_MAX_C][ILV_MAX_SRC];  /* the bytes of the output each pair fills */
     int C, esize, to_planes;
     int64_t ps;                             /* plane stride of the planar side, elements */
 } ilv_t;
 
+/* The permutes' lane size for an element size: 8-byte elements move as pairs of 4-byte
+   lanes (vpermt2d costs what vpermt2q does), so they share the 4-byte row functions. */
+static inline int ilv_unit(int esize) { return esize < 4 ? esize : 4; }
+
 /* The tables of one (C, esize, direction), C in 2..ILV_MAX_C, esize 1, 2, 4 or 8: for output
    register o and pair k of input registers (2k, 2k + 1; 2k alone for an odd C's last), the
-   two-source permute's indices and the output bytes whose elements the pair holds. */
+   two-source permute's indices (in lanes of ilv_unit(esize) bytes) and the output bytes
+   whose elements the pair holds. */
 static void ilv_prepare(ilv_t* t, int C, int esize, int to_planes, int64_t ps) {
-    const int V = 64 / esize;
+    const int V = 64 / esize, u = ilv_unit(esize), per = esize / u;
     memset(t, 0, sizeof(*t));
     t->C = C;
     t->esize = esize;
@@ -57,8 +63,10 @@ static void ilv_prepare(ilv_t* t, int C, int esize, int to_planes, int64_t ps) {
                 r = g % C;
                 s = g / C;
             }
-            const uint64_t li = (uint64_t)((r % 2) * V + s);
-            memcpy(t->idx[o][r / 2] + l * esize, &li, (size_t)esize);   /* little endian */
+            for (int j = 0; j < per; j++) {      /* the element's lanes of u bytes */
+                const uint64_t li = (uint64_t)(((r % 2) * V + s) * per + j);
+                memcpy(t->idx[o][r / 2] + l * esize + j * u, &li, (size_t)u);  /* little endian */
+            }
             t->mask[o][r / 2] |= ((1ull << esize) - 1) << (l * esize);
         }
     }
@@ -107,10 +115,11 @@ static inline uint64_t ilv_bytes(int64_t nbytes) {
    a register, the planar side the plane stride). Every output draws on every pair of input
    registers, the pairs that hold none of its lanes with an empty mask, so the loops unroll
    and the inputs stay in registers. */
-#define ILV_ROW(E, C, TGT)                                                                     \
+#define ILV_ROW(U, C, TGT)                                                                     \
 TGT static inline __attribute__((always_inline)) void                                         \
-ilv_step_##E##_##C(const ilv_t* t, const char* sp, int64_t sr, char* dp, int64_t dr,         \
+ilv_step_##U##_##C(const ilv_t* t, const char* sp, int64_t sr, char* dp, int64_t dr,         \
                    int tail, int64_t rem, int nt) {                                          \
+    const int64_t E = t->esize;                                                                \
     __m512i in[C];                                                                             \
     _Pragma("GCC unroll 16")                                                                   \
     for (int r = 0; r < C; r++) {                                                              \
@@ -128,8 +137,8 @@ ilv_step_##E##_##C(const ilv_t* t, const char* sp, int64_t sr, char* dp, int64_t
         _Pragma("GCC unroll 8")                                                                \
         for (int k = 0; k < (C + 1) / 2; k++) {                                                \
             const __m512i ix = _mm512_loadu_si512((const void*)t->idx[o][k]);                  \
-            const __m512i v = 2 * k + 1 < C ? ILV_P2_##E(in[2 * k], ix, in[(2 * k + 1) % C])  \
-                                            : ILV_P1_##E(ix, in[2 * k]);                       \
+            const __m512i v = 2 * k + 1 < C ? ILV_P2_##U(in[2 * k], ix, in[(2 * k + 1) % C])  \
+                                            : ILV_P1_##U(ix, in[2 * k]);                       \
             acc = k ? _mm512_mask_blend_epi8(t->mask[o][k], acc, v) : v;                       \
         }                                                                                      \
         char* q = dp + o * dr;                                                                 \
@@ -144,44 +153,41 @@ ilv_step_##E##_##C(const ilv_t* t, const char* sp, int64_t sr, char* dp, int64_t
         }                                                                                      \
     }                                                                                          \
 }                                                                                              \
-TGT static void ilv_row_##E##_##C(const ilv_t* t, const char* src, char* dst, int64_t n,     \
+TGT static void ilv_row_##U##_##C(const ilv_t* t, const char* src, char* dst, int64_t n,     \
                                   int nt) {                                                   \
-    const int64_t V = 64 / E, pb = t->ps * E;                                                 \
+    const int64_t E = t->esize, V = 64 / E, pb = t->ps * E;                                   \
     /* interleaved side: C * 64 bytes a step, 64 a register; planar: 64 bytes a step */       \
     const int64_t s_step = t->to_planes ? C * 64 : 64, d_step = t->to_planes ? 64 : C * 64;   \
     const int64_t sr = t->to_planes ? 64 : pb, dr = t->to_planes ? pb : 64;                   \
     int64_t p = 0;                                                                             \
     for (; p + V <= n; p += V, src += s_step, dst += d_step)                                  \
-        ilv_step_##E##_##C(t, src, sr, dst, dr, 0, 0, nt);                                    \
+        ilv_step_##U##_##C(t, src, sr, dst, dr, 0, 0, nt);                                    \
     if (p < n)                                                                                 \
-        ilv_step_##E##_##C(t, src, sr, dst, dr, 1, n - p, 0);                                 \
+        ilv_step_##U##_##C(t, src, sr, dst, dr, 1, n - p, 0);                                 \
 }
 
 typedef void (*ilv_row_fn)(const ilv_t*, const char*, char*, int64_t, int);
-#define ILV_ROWS(E, TGT)                                                                       \
-    ILV_ROW(E, 2, TGT) ILV_ROW(E, 3, TGT) ILV_ROW(E, 4, TGT) ILV_ROW(E, 5, TGT)               \
-    ILV_ROW(E, 6, TGT) ILV_ROW(E, 7, TGT) ILV_ROW(E, 8, TGT) ILV_ROW(E, 9, TGT)               \
-    ILV_ROW(E, 10, TGT) ILV_ROW(E, 11, TGT) ILV_ROW(E, 12, TGT) ILV_ROW(E, 13, TGT)           \
-    ILV_ROW(E, 14, TGT) ILV_ROW(E, 15, TGT) ILV_ROW(E, 16, TGT)                               \
-    static const ilv_row_fn ilv_rows_##E[ILV_MAX_C + 1] = {                                    \
-        0, 0, ilv_row_##E##_2, ilv_row_##E##_3, ilv_row_##E##_4, ilv_row_##E##_5,              \
-        ilv_row_##E##_6, ilv_row_##E##_7, ilv_row_##E##_8, ilv_row_##E##_9, ilv_row_##E##_10,  \
-        ilv_row_##E##_11, ilv_row_##E##_12, ilv_row_##E##_13, ilv_row_##E##_14,                \
-        ilv_row_##E##_15, ilv_row_##E##_16};
+#define ILV_ROWS(U, TGT)                                                                       \
+    ILV_ROW(U, 2, TGT) ILV_ROW(U, 3, TGT) ILV_ROW(U, 4, TGT) ILV_ROW(U, 5, TGT)               \
+    ILV_ROW(U, 6, TGT) ILV_ROW(U, 7, TGT) ILV_ROW(U, 8, TGT) ILV_ROW(U, 9, TGT)               \
+    ILV_ROW(U, 10, TGT) ILV_ROW(U, 11, TGT) ILV_ROW(U, 12, TGT) ILV_ROW(U, 13, TGT)           \
+    ILV_ROW(U, 14, TGT) ILV_ROW(U, 15, TGT)                                                   \
+    static const ilv_row_fn ilv_rows_##U[ILV_MAX_C + 1] = {                                    \
+        0, 0, ilv_row_##U##_2, ilv_row_##U##_3, ilv_row_##U##_4, ilv_row_##U##_5,              \
+        ilv_row_##U##_6, ilv_row_##U##_7, ilv_row_##U##_8, ilv_row_##U##_9, ilv_row_##U##_10,  \
+        ilv_row_##U##_11, ilv_row_##U##_12, ilv_row_##U##_13, ilv_row_##U##_14,                \
+        ilv_row_##U##_15};
 
 #define ILV_P2_1(a, i, b) _mm512_permutex2var_epi8((a), (i), (b))
 #define ILV_P2_2(a, i, b) _mm512_permutex2var_epi16((a), (i), (b))
 #define ILV_P2_4(a, i, b) _mm512_permutex2var_epi32((a), (i), (b))
-#define ILV_P2_8(a, i, b) _mm512_permutex2var_epi64((a), (i), (b))
 #define ILV_P1_1(i, a) _mm512_permutexvar_epi8((i), (a))
 #define ILV_P1_2(i, a) _mm512_permutexvar_epi16((i), (a))
 #define ILV_P1_4(i, a) _mm512_permutexvar_epi32((i), (a))
-#define ILV_P1_8(i, a) _mm512_permutexvar_epi64((i), (a))
 
 ILV_ROWS(1, ILV_TGT_VBMI)
 ILV_ROWS(2, ILV_TGT)
-ILV_ROWS(4, ILV_TGT)
-ILV_ROWS(8, ILV_TGT)
+ILV_ROWS(4, ILV_TGT)      /* 4- and 8-byte elements */
 #else
 static inline int ilv_have_avx512(int esize) { (void)esize; return 0; }
 #endif
@@ -194,8 +200,7 @@ static void ilv_row(const ilv_t* t, const char* src, char* dst, int64_t n, int s
         switch (t->esize) {
         case 1: ilv_rows_1[t->C](t, src, dst, n, nt); return;
         case 2: ilv_rows_2[t->C](t, src, dst, n, nt); return;
-        case 4: ilv_rows_4[t->C](t, src, dst, n, nt); return;
-        default: ilv_rows_8[t->C](t, src, dst, n, nt); return;
+        default: ilv_rows_4[t->C](t, src, dst, n, nt); return;   /* 4 and 8 */
         }
     }
 #endif

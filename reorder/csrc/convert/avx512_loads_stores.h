@@ -145,6 +145,19 @@ rq_st_b8x(void* p, __m512 v, __mmask16 k, __m512i* acc, int u8) {
     else rq_st_s8(p, v, k, acc);
 }
 #define rq_st_b8(p, v, k, acc) rq_st_b8x((p), (v), (k), (acc), dst_u8_)
+/* "h16" destinations: one body for f16 and bf16 outputs too, told at run time which one it
+   stores (RQ_D8VARS, from rq_math_t.dcode); each conversion to words takes its type's by
+   one branch, the same way on every call. The hardware bf16 keeps its own bodies. */
+RQ_TGT static inline __attribute__((always_inline)) __m256i rq_cv_h16x(__m512 v, __mmask16 k,
+                                                                      int bf) {
+    return bf ? rq_cv_bf16(v, k) : rq_cv_f16(v, k);
+}
+RQ_TGT static inline __attribute__((always_inline)) void
+rq_st_h16x(void* p, __m512 v, __mmask16 k, __m512i* acc, int bf) {
+    (void)acc;
+    _mm256_storeu_si256((__m256i*)p, rq_cv_h16x(v, k, bf));
+}
+#define rq_st_h16(p, v, k, acc) rq_st_h16x((p), (v), (k), (acc), dst_bf_)
 RQ_TGT static inline void rq_st_s32(void* p, __m512 v, __mmask16 k, __m512i* acc) {
     (void)acc;
     v = _mm512_min_ps(v, _mm512_set1_ps(2147483520.0f));          /* NaN -> 2147483520 */
@@ -244,12 +257,14 @@ rq_tr8_put_b8(const __m512 r[16], char* d, int64_t step, int nt, int u8) {
 #define RQ_TR8U_f64 RQ_TR8U_NONE
 #define RQ_TR8U_f16 RQ_TR8U_NONE
 #define RQ_TR8U_bf16 RQ_TR8U_NONE
+#define RQ_TR8U_h16 RQ_TR8U_NONE
 #define RQ_TR8U_bf16hw RQ_TR8U_NONE
 #define RQ_TR8U_s32 RQ_TR8U_NONE
 #define RQ_TR8_f32 RQ_TR8_NONE
 #define RQ_TR8_f64 RQ_TR8_NONE
 #define RQ_TR8_f16 RQ_TR8_NONE
 #define RQ_TR8_bf16 RQ_TR8_NONE
+#define RQ_TR8_h16 RQ_TR8_NONE
 #define RQ_TR8_bf16hw RQ_TR8_NONE
 #define RQ_TR8_s32 RQ_TR8_NONE
 /* 1-byte types go through a byte transpose instead of the f32 one: RQ_B8 marks them, RQ_TR8
@@ -327,6 +342,7 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
     const int hdz = (MODE) == RQ_DSCALE_ZP || (rq_any && m->has_dzp);
 #define RQ_CV_f16 rq_cv_f16
 #define RQ_CV_bf16 rq_cv_bf16
+#define RQ_CV_h16(v, k) rq_cv_h16x((v), (k), dst_bf_)
 #define RQ_CV_bf16hw rq_cv_bf16hw
 #define RQ_CV_f32(v, k) _mm256_setzero_si256()
 #define RQ_CV_f64(v, k) _mm256_setzero_si256()
@@ -347,6 +363,7 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
     _mm512_inserti64x4(_mm512_castsi256_si512(RQ_CV_##ST((x), 0xffff)), RQ_CV_##ST((y), 0xffff), 1)
 #define RQ_PACK2_f16(x, y) RQ_PACK2_CV(f16, x, y)
 #define RQ_PACK2_bf16(x, y) RQ_PACK2_CV(bf16, x, y)
+#define RQ_PACK2_h16(x, y) RQ_PACK2_CV(h16, x, y)
 #define RQ_PACK2_bf16hw(x, y) ((__m512i)_mm512_cvtne2ps_pbh((y), (x)))
 #define RQ_PACK2_f32(x, y) ((void)(x), (void)(y), _mm512_setzero_si512())
 #define RQ_PACK2_f64(x, y) ((void)(x), (void)(y), _mm512_setzero_si512())
@@ -357,6 +374,7 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
 #define RQ_LDD_f64 rq_ld_f64
 #define RQ_LDD_f16 rq_ld_f16
 #define RQ_LDD_bf16 rq_ld_bf16
+#define RQ_LDD_h16(p, k) rq_widen_h16x(_mm256_maskz_loadu_epi16((k), (p)), dst_bf_)
 #define RQ_LDD_bf16hw rq_ld_bf16
 #define RQ_LDD_s32 rq_ld_s32
 #define RQ_LDD_b8(p, k) rq_ld_b8x((p), (k), dst_b8mask_)
@@ -369,6 +387,9 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
 #define RQ_D8VARS_f64
 #define RQ_D8VARS_f16
 #define RQ_D8VARS_bf16
+#define RQ_D8VARS_h16                                                                           \
+    const int dst_bf_ = m->dcode == RQ_CODE_BF16;                                               \
+    (void)dst_bf_;
 #define RQ_D8VARS_bf16hw
 #define RQ_D8VARS_s32
 /* arithmetic of one destination vector (same order as the scalar code), then the store */
@@ -403,6 +424,7 @@ rq_put8(char* d, const __m512i w[8], int nt) {
 #define RQ_NTL_s32 1
 #define RQ_NTL_f16 1
 #define RQ_NTL_bf16 1
+#define RQ_NTL_h16 1
 #define RQ_NTL_bf16hw 1
 #define RQ_NTL_b8 1
 #define RQ_NTL_f64 0
@@ -411,6 +433,7 @@ rq_put8(char* d, const __m512i w[8], int nt) {
     _mm512_cvt_roundps_epi32(_mm512_min_ps((v)[0], _mm512_set1_ps(2147483520.0f)), RQ_RNE)
 #define RQ_LINE_f16(v) RQ_PACK2_f16((v)[0], (v)[1])
 #define RQ_LINE_bf16(v) RQ_PACK2_bf16((v)[0], (v)[1])
+#define RQ_LINE_h16(v) RQ_PACK2_h16((v)[0], (v)[1])
 #define RQ_LINE_bf16hw(v) RQ_PACK2_bf16hw((v)[0], (v)[1])
 #define RQ_LINE_b8(v) rq_unpack_lanes(rq_pack4_b8((v), dst_u8_))
 #define RQ_LINE_f64(v) ((void)(v), _mm512_setzero_si512())   /* never streamed (RQ_NTL_f64) */

@@ -117,6 +117,7 @@ TGT static inline __attribute__((always_inline)) void                           
 rq_rows16_put_##SN##_##DN(const char* p0, const char* p8, int64_t rs, char* d, int nt,         \
                           const rq_math_t* m) {                                                \
     RQ_B8VARS_##SN                                                                              \
+    RQ_D8VARS_##ST                                                                              \
     (void)m;                                                                                    \
     __m512i w[8];                                                                               \
     _Pragma("GCC unroll 4")                                                                     \
@@ -148,6 +149,7 @@ TGT static inline __attribute__((always_inline)) int64_t                        
 rq_tile2_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB, int64_t nbv,  \
                      int nt, const rq_math_t* m) {                                              \
     RQ_B8VARS_##SN                                                                              \
+    RQ_D8VARS_##ST                                                                              \
     (void)m;                                                                                    \
     const int64_t dstep = dB * 2;                                                               \
     nt = nt && ((uintptr_t)dst & 63) == 0 && (dstep & 63) == 0;                                 \
@@ -530,9 +532,8 @@ TGT RQ_ENTRY void rq_block_##SN##_##DN(const void* src, void* dst,              
 }
 
 #define RQ_TILES_FOR(SN, SSIZE)                                                                \
-    RQ_TILE(SN, SSIZE, f32, 4) RQ_TILE(SN, SSIZE, f64, 8) RQ_TILE(SN, SSIZE, f16, 2)           \
-    RQ_TILE(SN, SSIZE, bf16, 2) RQ_TILE(SN, SSIZE, b8, 1)                                       \
-    RQ_TILE(SN, SSIZE, s32, 4)
+    RQ_TILE(SN, SSIZE, f32, 4) RQ_TILE(SN, SSIZE, f64, 8) RQ_TILE(SN, SSIZE, h16, 2)           \
+    RQ_TILE(SN, SSIZE, b8, 1) RQ_TILE(SN, SSIZE, s32, 4)
 
 #define RQ_TILE_BF16HW(SN, SSIZE) RQ_TILE_T(SN, SSIZE, bf16hw, 2, RQ_TGT_BF16, bf16hw)
 

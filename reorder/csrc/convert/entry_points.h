@@ -1,8 +1,8 @@
 /* The entry points of the x86 conversion kernels, one per family and pair of element types
  * (s8 and u8 are one type, "b8", as sources in every family and as destinations in the
- * AVX-512 ones; f16 and bf16 are one, "h16", as AVX-512 sources: convert/x86.h; the AVX2
- * family is one body for every pair), and what the families share: the contract of a
- * tile, and where each family lives.
+ * AVX-512 ones; f16 and bf16 are one, "h16", on either side of the AVX-512 ones:
+ * convert/x86.h; the AVX2 family is one body for every pair), and what the families share:
+ * the contract of a tile, and where each family lives.
  *
  * A tile call converts one "lane group" of 16 destination-contiguous elements (lanes a) along
  * a run of a source-contiguous node B (columns b):

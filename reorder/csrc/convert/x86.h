@@ -31,7 +31,8 @@
    destination DN. The s8 and u8 sources are one body, "b8" (avx512_loads_stores.h), named by
    both their rows, and so are the f16 and bf16 sources, "h16"; the AVX-512 families' s8 and
    u8 destinations are one body too, and so are their f16 and bf16 ones (but the hardware
-   bf16), each named by both columns (RQ_TABLE_ROW_B8). The AVX2 family is one body for every pair (convert/simd_avx2.c). */
+   bf16), each named by both columns (RQ_TABLE_ROW_B8). The AVX2 family is one body for
+   every pair (convert/simd_avx2.c). */
 #define RQ_EACH_DST(M, SN, SSIZE)                                                               \
     M(SN, SSIZE, f32, 4, RQ_TGT, f32) M(SN, SSIZE, f64, 8, RQ_TGT, f64)                         \
     M(SN, SSIZE, h16, 2, RQ_TGT, h16) M(SN, SSIZE, b8, 1, RQ_TGT, b8)                           \

@@ -11,11 +11,11 @@
  * C's last), through tables built once a plan (ilv_prepare): ceil(C / 2) permutes and one
  * blend fewer an output register, two and one for RGB. C is a compile-time constant of each
  * row function, so the inputs stay in registers; so is the permutes' lane size, 8-byte
- * elements taking the 4-byte functions as pairs of lanes (ilv_unit). The last partial step takes masked loads
- * and stores, which touch no byte outside the row. Streaming stores (nt) where a store is a
- * whole, aligned 64-byte line; the caller issues the sfence. simd = 0, and CPUs without
- * those extensions, take a portable loop that writes the same bytes (the planner leaves
- * such CPUs' images to the other kernels).
+ * elements taking the 4-byte functions as pairs of lanes (ilv_unit). The last partial step
+ * takes masked loads and stores, which touch no byte outside the row. Streaming stores (nt)
+ * where a store is a whole, aligned 64-byte line; the caller issues the sfence. simd = 0,
+ * and CPUs without those extensions, take a portable loop that writes the same bytes (the
+ * planner leaves such CPUs' images to the other kernels).
  */
 #ifndef REORDER_MOVE_INTERLEAVE_H
 #define REORDER_MOVE_INTERLEAVE_H
@@ -65,7 +65,8 @@ static void ilv_prepare(ilv_t* t, int C, int esize, int to_planes, int64_t ps) {
             }
             for (int j = 0; j < per; j++) {      /* the element's lanes of u bytes */
                 const uint64_t li = (uint64_t)(((r % 2) * V + s) * per + j);
-                memcpy(t->idx[o][r / 2] + l * esize + j * u, &li, (size_t)u);  /* little endian */
+                /* little endian */
+                memcpy(t->idx[o][r / 2] + l * esize + j * u, &li, (size_t)u);
             }
             t->mask[o][r / 2] |= ((1ull << esize) - 1) << (l * esize);
         }

@@ -156,7 +156,7 @@ extensions = [
     # The SIMD kernels compile in files of their own (convert/entry_points.h lists them), so that
     # the build runs them side by side; this module first, as its compile is the longest.
     Extension("reorder._convert",
-              family("convert", "convert.pyx", "simd_tiles_float.c", "simd_tiles_int.c",
+              family("convert", "convert.pyx", "simd_tiles_narrow.c", "simd_tiles_wide.c",
                      "simd_tiles_bf16hw.c", "simd_avx2.c", "simd_rows.c", "simd_grids.c",
                      "simd_weights.c"),
               depends=common + family("convert", "kernel_args.h", "simd_dispatch.h", "x86.h",

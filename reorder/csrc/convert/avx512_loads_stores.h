@@ -21,10 +21,8 @@ RQ_TGT static inline __m512 rq_widen_bf16(__m256i h) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 RQ_TGT static inline __m512 rq_widen_f16(__m256i h) { return _mm512_cvtph_ps(h); }
-#define rq_widen_f32(h) _mm512_setzero_ps()
 #define rq_widen_f64(h) _mm512_setzero_ps()
 #define rq_widen_b8(h) _mm512_setzero_ps()
-#define rq_widen_s32(h) _mm512_setzero_ps()
 RQ_TGT static inline __m512 rq_ld_bf16(const void* p, __mmask16 k) {
     return rq_widen_bf16(_mm256_maskz_loadu_epi16(k, p));
 }
@@ -64,14 +62,42 @@ RQ_TGT static inline __attribute__((always_inline)) __m512 rq_widen_h16x(__m256i
 #define RQ_B8VARS_h16                                                                           \
     const int h16bf_ = m->scode == RQ_CODE_BF16;                                                \
     (void)h16bf_;
-#define RQ_B8VARS_f32
-#define RQ_B8VARS_f64
-#define RQ_B8VARS_f16
-#define RQ_B8VARS_bf16
-#define RQ_B8VARS_s32
 RQ_TGT static inline __m512 rq_ld_s32(const void* p, __mmask16 k) {
     return _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(k, p));
 }
+/* "x32", a 4-byte source of either kind: the tiles, rows and grids compile one body for f32
+   and s32 sources, told at run time which one it reads (rq_math_t.scode). They load the
+   same dwords, and an s32's convert to f32 by one branch a register, the same way on every
+   call. */
+RQ_TGT static inline __attribute__((always_inline)) __m512 rq_ld_x32x(const void* p,
+                                                                     __mmask16 k, int s32) {
+    const __m512i v = _mm512_maskz_loadu_epi32(k, p);
+    return s32 ? _mm512_cvtepi32_ps(v) : _mm512_castsi512_ps(v);
+}
+#define rq_ld_x32(p, k) rq_ld_x32x((p), (k), x32s_)
+#define rq_widen_x32(h) _mm512_setzero_ps()
+#define RQ_B8VARS_x32                                                                           \
+    const int x32s_ = m->scode == RQ_CODE_S32;                                                  \
+    (void)x32s_;
+#define RQ_B8VARS_f64
+/* A tile converts an x32 source's rows after loading them, by one test for all (RQ_FIX) where
+   rq_ld_x32 takes one a row: rq_ldr loads an x32 source's dwords as they are, and every other
+   source as rq_ld does (their RQ_FIX does nothing). */
+#define rq_ldr_x32(p, k) _mm512_maskz_loadu_ps((k), (p))
+#define RQ_FIX_x32(r, n)                                                                        \
+    do {                                                                                        \
+        if (x32s_) {                                                                            \
+            _Pragma("GCC unroll 16")                                                            \
+            for (int i_ = 0; i_ < (n); i_++)                                                    \
+                (r)[i_] = _mm512_cvtepi32_ps(_mm512_castps_si512((r)[i_]));                     \
+        }                                                                                       \
+    } while (0)
+#define rq_ldr_f64 rq_ld_f64
+#define rq_ldr_h16 rq_ld_h16
+#define rq_ldr_b8 rq_ld_b8
+#define RQ_FIX_f64(r, n) ((void)(r))
+#define RQ_FIX_h16(r, n) ((void)(r))
+#define RQ_FIX_b8(r, n) ((void)(r))
 
 /* ---- stores: f32 vector -> 16 elements; lanes outside k are written as 0 ---------------- */
 RQ_TGT static inline void rq_st_f32(void* p, __m512 v, __mmask16 k, __m512i* acc) {
@@ -284,6 +310,7 @@ rq_tr8_put_b8(const __m512 r[16], char* d, int64_t step, int nt, int u8) {
 #define RQ_B8_h16 0
 #define RQ_B8_bf16hw 0
 #define RQ_B8_s32 0
+#define RQ_B8_x32 0
 #define RQ_WIDEN_b8(x)                                                                          \
     _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_cvtepi8_epi32(x), b8mask_))
 #define RQ_WIDEN_f32(x) _mm512_setzero_ps()
@@ -292,6 +319,7 @@ rq_tr8_put_b8(const __m512 r[16], char* d, int64_t step, int nt, int u8) {
 #define RQ_WIDEN_bf16(x) _mm512_setzero_ps()
 #define RQ_WIDEN_h16(x) _mm512_setzero_ps()
 #define RQ_WIDEN_s32(x) _mm512_setzero_ps()
+#define RQ_WIDEN_x32(x) _mm512_setzero_ps()
 /* RQ_TILE_MATH for source row A before the transpose: its lane's scales as scalars */
 #define RQ_ROW_MATH(V, A) ({                                                                    \
         __m512 w_ = (V);                                                                        \
@@ -359,6 +387,7 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
 #define RQ_W16_f64 0
 #define RQ_W16_b8 0
 #define RQ_W16_s32 0
+#define RQ_W16_x32 0
 #define RQ_PACK2_CV(ST, x, y)                                                                   \
     _mm512_inserti64x4(_mm512_castsi256_si512(RQ_CV_##ST((x), 0xffff)), RQ_CV_##ST((y), 0xffff), 1)
 #define RQ_PACK2_f16(x, y) RQ_PACK2_CV(f16, x, y)

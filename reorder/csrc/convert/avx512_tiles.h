@@ -107,6 +107,11 @@ static inline void rq_block_split(rq_block_fn fn, const void* src, void* dst, co
                             k->nbw - b0, k->lanes[g], k->ssc + 16 * g, k->dinv + 16 * g, m,     \
                             k->acc ? k->acc + 16 * g : (int32_t*)0, (int)k->nt, MODE);          \
     }
+/* one register of 16-bit outputs from rows pa and pb (RQ_PACK2). An x32 source is f32 here:
+   the library refuses s32 to f16 or bf16, as oneDNN does, and the dispatch tables name no
+   body for those pairs (x86.h). */
+#define RQ_PACK2_LD(SN, ST, pa, pb)                                                             \
+    RQ_PACK2_##ST(rq_ldr_##SN((pa), 0xffff), rq_ldr_##SN((pb), 0xffff))
 #define RQ_TILE(SN, SSIZE, DN, DSIZE) RQ_TILE_T(SN, SSIZE, DN, DSIZE, RQ_TGT, DN)
 #define RQ_TILE_T(SN, SSIZE, DN, DSIZE, TGT, ST)                                               \
 /* The common case of the 16-bit path below: all 16 rows valid, one row stride, dense        \
@@ -122,10 +127,8 @@ rq_rows16_put_##SN##_##DN(const char* p0, const char* p8, int64_t rs, char* d, i
     __m512i w[8];                                                                               \
     _Pragma("GCC unroll 4")                                                                     \
     for (int k = 0; k < 4; k++) {                                                               \
-        w[k] = RQ_PACK2_##ST(rq_ld_##SN(p0 + 2 * k * rs, 0xffff),                               \
-                             rq_ld_##SN(p0 + (2 * k + 1) * rs, 0xffff));                        \
-        w[4 + k] = RQ_PACK2_##ST(rq_ld_##SN(p8 + 2 * k * rs, 0xffff),                           \
-                                 rq_ld_##SN(p8 + (2 * k + 1) * rs, 0xffff));                    \
+        w[k] = RQ_PACK2_LD(SN, ST, p0 + 2 * k * rs, p0 + (2 * k + 1) * rs);                     \
+        w[4 + k] = RQ_PACK2_LD(SN, ST, p8 + 2 * k * rs, p8 + (2 * k + 1) * rs);                 \
     }                                                                                           \
     tr16x16_w16(w);                                                                             \
     rq_put8(d, w, nt);                                                                          \
@@ -160,9 +163,8 @@ rq_tile2_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
         for (int g = 0; g < 2; g++) {                                                           \
             _Pragma("GCC unroll 8")                                                             \
             for (int k = 0; k < 8; k++)                                                         \
-                w[g][k] = RQ_PACK2_##ST(                                                        \
-                    rq_ld_##SN(src + (soff[16 * g + 2 * k] + b0) * SSIZE, 0xffff),              \
-                    rq_ld_##SN(src + (soff[16 * g + 2 * k + 1] + b0) * SSIZE, 0xffff));         \
+                w[g][k] = RQ_PACK2_LD(SN, ST, src + (soff[16 * g + 2 * k] + b0) * SSIZE,        \
+                                      src + (soff[16 * g + 2 * k + 1] + b0) * SSIZE);           \
             tr16x16_w16(w[g]);                                                                  \
         }                                                                                       \
         char* d0 = dst + b0 * dstep;                                                            \
@@ -210,10 +212,11 @@ rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
             __m512 r[16];                                                                       \
             _Pragma("GCC unroll 16")                                                            \
             for (int a = 0; a < 16; a++)                                                        \
-                r[a] = common ? RQ_TILE_MATH(rq_ld_##SN(src + (soff[16 * g + a] + b0) * SSIZE,  \
-                                                        0xffff))                                \
-                              : RQ_ROW_MATH(rq_ld_##SN(src + (soff[16 * g + a] + b0) * SSIZE,   \
-                                                       0xffff), 16 * g + a);                    \
+                r[a] = rq_ldr_##SN(src + (soff[16 * g + a] + b0) * SSIZE, 0xffff);              \
+            RQ_FIX_##SN(r, 16);                                                                 \
+            _Pragma("GCC unroll 16")                                                            \
+            for (int a = 0; a < 16; a++)                                                        \
+                r[a] = common ? RQ_TILE_MATH(r[a]) : RQ_ROW_MATH(r[a], 16 * g + a);             \
             RQ_TR8U_##ST(r, u[g]);                                                              \
         }                                                                                       \
         _Pragma("GCC unroll 4")                                                                 \
@@ -348,14 +351,13 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
                 /* no per-lane tests: gcc makes them 32 taken branches per chunk */             \
                 _Pragma("GCC unroll 8")                                                         \
                 for (int k = 0; k < 8; k++)                                                     \
-                    w[k] = RQ_PACK2_##ST(rq_ld_##SN(rows[2 * k] + o, 0xffff),                   \
-                                         rq_ld_##SN(rows[2 * k + 1] + o, 0xffff));              \
+                    w[k] = RQ_PACK2_LD(SN, ST, rows[2 * k] + o, rows[2 * k + 1] + o);           \
             } else {                                                                            \
                 _Pragma("GCC unroll 8")                                                         \
                 for (int k = 0; k < 8; k++) {                                                   \
                     __m512 x = _mm512_setzero_ps(), y = _mm512_setzero_ps();                    \
-                    if (lanes >> (2 * k) & 1u) x = rq_ld_##SN(rows[2 * k] + o, 0xffff);          \
-                    if (lanes >> (2 * k + 1) & 1u) y = rq_ld_##SN(rows[2 * k + 1] + o, 0xffff);  \
+                    if (lanes >> (2 * k) & 1u) x = rq_ldr_##SN(rows[2 * k] + o, 0xffff);         \
+                    if (lanes >> (2 * k + 1) & 1u) y = rq_ldr_##SN(rows[2 * k + 1] + o, 0xffff); \
                     w[k] = RQ_PACK2_##ST(x, y);                                                 \
                 }                                                                               \
             }                                                                                   \
@@ -382,8 +384,10 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
             /* 1-byte outputs: each source row converted, then packed and transposed as         \
                bytes (rq_tr8_put) instead of by the f32 transpose's 64 shuffles */              \
             _Pragma("GCC unroll 16")                                                            \
-            for (int a = 0; a < 16; a++)                                                        \
-                r[a] = RQ_ROW_MATH(rq_ld_##SN(rows[a] + b0 * SSIZE, 0xffff), a);                \
+            for (int a = 0; a < 16; a++) r[a] = rq_ldr_##SN(rows[a] + b0 * SSIZE, 0xffff);       \
+            RQ_FIX_##SN(r, 16);                                                                 \
+            _Pragma("GCC unroll 16")                                                            \
+            for (int a = 0; a < 16; a++) r[a] = RQ_ROW_MATH(r[a], a);                           \
             char* d8 = dst + b0 * dstep;                                                        \
             int64_t step8 = dstep;                                                              \
             RQ_OPAQUE2(d8, step8);                                                              \
@@ -397,13 +401,14 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
         }                                                                                       \
         if (lanes == 0xffffu) {                                                                 \
             _Pragma("GCC unroll 16")                                                            \
-            for (int a = 0; a < 16; a++) r[a] = rq_ld_##SN(rows[a] + b0 * SSIZE, 0xffff);        \
+            for (int a = 0; a < 16; a++) r[a] = rq_ldr_##SN(rows[a] + b0 * SSIZE, 0xffff);       \
         } else {                                                                                \
             _Pragma("GCC unroll 16")                                                            \
             for (int a = 0; a < 16; a++)                                                        \
-                r[a] = (lanes >> a & 1u) ? rq_ld_##SN(rows[a] + b0 * SSIZE, 0xffff)              \
+                r[a] = (lanes >> a & 1u) ? rq_ldr_##SN(rows[a] + b0 * SSIZE, 0xffff)             \
                                          : _mm512_setzero_ps();                                 \
         }                                                                                       \
+        RQ_FIX_##SN(r, 16);                                                                     \
         tr16x16(r);                                                                             \
         char* d0 = dst + b0 * dstep;                                                            \
         if (RQ_W16_##ST && nt && dstep == 32 && ((uintptr_t)d0 & 63) == 0 && !hm) {             \
@@ -431,8 +436,9 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
         int nb = (int)(nbv - b0);                                                               \
         __mmask16 kb = (__mmask16)((1u << nb) - 1u);                                            \
         for (int a = 0; a < 16; a++)                                                            \
-            r[a] = (lanes >> a & 1u) ? rq_ld_##SN(rows[a] + b0 * SSIZE, kb)                      \
+            r[a] = (lanes >> a & 1u) ? rq_ldr_##SN(rows[a] + b0 * SSIZE, kb)                     \
                                      : _mm512_setzero_ps();                                     \
+        RQ_FIX_##SN(r, 16);                                                                     \
         tr16x16(r);                                                                             \
         for (int b = 0; b < nb; b++) RQ_TILE_OUT(DN, ST, r[b], dst + (b0 + b) * dstep);         \
     }                                                                                           \

@@ -1,7 +1,8 @@
 /* The entry points of the x86 conversion kernels, one per family and pair of element types
  * (s8 and u8 are one type, "b8", as sources in every family and as destinations in the
- * AVX-512 ones; f16 and bf16 are one, "h16", on either side of the AVX-512 ones:
- * convert/x86.h; the AVX2 family is one body for every pair), and what the families share:
+ * AVX-512 ones; f16 and bf16 are one, "h16", on either side of the AVX-512 ones; f32 and s32
+ * are one, "x32", as their sources: convert/x86.h; the AVX2 family is one body for every
+ * pair), and what the families share:
  * the contract of a tile, and where each family lives.
  *
  * A tile call converts one "lane group" of 16 destination-contiguous elements (lanes a) along
@@ -19,8 +20,8 @@
  * Each family is written once as macros (a header) and instantiated in its own file, so that
  * a build compiles them side by side:
  *
- *     avx512_tiles.h    simd_tiles_float.c   AVX-512 tiles from f32, f64, f16 and bf16 sources
- *                       simd_tiles_int.c     AVX-512 tiles from s8, u8 and s32 sources
+ *     avx512_tiles.h    simd_tiles_wide.c    AVX-512 tiles from the 4- and 8-byte sources
+ *                       simd_tiles_narrow.c  AVX-512 tiles from the 1- and 2-byte sources
  *                       simd_tiles_bf16hw.c  AVX-512 tiles to bf16 through AVX512-BF16's rounding
  *     avx2.h            simd_avx2.c          the tile and row 8 elements wide, without AVX-512
  *     avx512_rows.h     simd_rows.c          AVX-512 rows (the strided walk's contiguous runs)

@@ -28,24 +28,27 @@
 
 /* M(SN, SSIZE, DN, DSIZE, TGT, ST) for every pair of types of the AVX-512 families (the
    hardware bf16 among the destinations), and a kernel table's row for source SN / column for
-   destination DN. The s8 and u8 sources are one body, "b8" (avx512_loads_stores.h), named by
-   both their rows, and so are the f16 and bf16 sources, "h16"; the AVX-512 families' s8 and
-   u8 destinations are one body too, and so are their f16 and bf16 ones (but the hardware
-   bf16), each named by both columns (RQ_TABLE_ROW_B8). The AVX2 family is one body for
-   every pair (convert/simd_avx2.c). */
+   destination DN. Sources of one size are one body, told their type at run time
+   (avx512_loads_stores.h) and named by the rows of both: s8 and u8 ("b8"), f16 and bf16
+   ("h16"), f32 and s32 ("x32"). The AVX-512 families' s8 and u8 destinations are one body
+   too, and so are their f16 and bf16 ones (but the hardware bf16), each named by both columns
+   (RQ_TABLE_ROW_B8). The AVX2 family is one body for every pair (convert/simd_avx2.c). */
 #define RQ_EACH_DST(M, SN, SSIZE)                                                               \
     M(SN, SSIZE, f32, 4, RQ_TGT, f32) M(SN, SSIZE, f64, 8, RQ_TGT, f64)                         \
     M(SN, SSIZE, h16, 2, RQ_TGT, h16) M(SN, SSIZE, b8, 1, RQ_TGT, b8)                           \
     M(SN, SSIZE, s32, 4, RQ_TGT, s32) M(SN, SSIZE, bf16, 2, RQ_TGT_BF16, bf16hw)
 #define RQ_EACH_PAIR(M)                                                                         \
-    RQ_EACH_DST(M, f32, 4) RQ_EACH_DST(M, f64, 8) RQ_EACH_DST(M, h16, 2)                        \
-    RQ_EACH_DST(M, b8, 1) RQ_EACH_DST(M, s32, 4)
+    RQ_EACH_DST(M, x32, 4) RQ_EACH_DST(M, f64, 8) RQ_EACH_DST(M, h16, 2) RQ_EACH_DST(M, b8, 1)
 #define RQ_TABLE_ROW_B8(P, SN) { P##SN##_f32, P##SN##_f64, P##SN##_h16, P##SN##_h16, P##SN##_b8, \
                                  P##SN##_b8, P##SN##_s32 }
-#define RQ_TABLE(P, ROW) { ROW(P, f32), ROW(P, f64), ROW(P, h16), ROW(P, h16), ROW(P, b8),       \
-                           ROW(P, b8), ROW(P, s32) }
-#define RQ_TABLE_BF16HW(P) { P##f32_bf16hw, P##f64_bf16hw, P##h16_bf16hw, P##h16_bf16hw,         \
-                             P##b8_bf16hw, P##b8_bf16hw, P##s32_bf16hw }
+/* s32 to f16 or bf16 has no entry: the library refuses the pairs (as oneDNN), so the x32
+   bodies into 16-bit outputs serve f32 alone, and a call would take the portable code */
+#define RQ_TABLE_ROW_S32(P, SN) { P##SN##_f32, P##SN##_f64, 0, 0, P##SN##_b8, P##SN##_b8,         \
+                                  P##SN##_s32 }
+#define RQ_TABLE(P, ROW) { ROW(P, x32), ROW(P, f64), ROW(P, h16), ROW(P, h16), ROW(P, b8),       \
+                           ROW(P, b8), RQ_TABLE_ROW_S32(P, x32) }
+#define RQ_TABLE_BF16HW(P) { P##x32_bf16hw, P##f64_bf16hw, P##h16_bf16hw, P##h16_bf16hw,         \
+                             P##b8_bf16hw, P##b8_bf16hw, 0 }
 #else
 #define RQ_X86 0
 #endif

@@ -9,7 +9,7 @@
 /* lanes J.. of a run at SP / DP, scales from SSC / DSC: KV the lanes to convert, NWJ the
    lanes to write (a part of a vector goes through a buffer, so nothing past the run is
    touched) */
-#define RQ_GRIDS_VEC(SN, SSIZE, DN, DSIZE, ST, SP, DP, SSC, DSC, J, KV, NWJ)                         \
+#define RQ_GRIDS_VEC(SN, SSIZE, DN, DSIZE, ST, SP, DP, SSC, DSC, J, KV, NWJ)                       \
     do {                                                                                        \
         const int64_t j6_ = (J), nwj_ = (NWJ);                                                  \
         const __mmask16 kl = (KV);                                                              \
@@ -27,12 +27,12 @@
             memcpy((DP) + j6_ * DSIZE, db6_, (size_t)nwj_ * DSIZE);                             \
         }                                                                                       \
     } while (0)
-#define RQ_GRIDS_MASK(n) ((n) >= 16 ? (__mmask16)0xffff : (n) <= 0 ? (__mmask16)0                   \
+#define RQ_GRIDS_MASK(n) ((n) >= 16 ? (__mmask16)0xffff : (n) <= 0 ? (__mmask16)0                  \
                      : (__mmask16)((1u << (n)) - 1u))
 /* the rows r0.. of column c up to the last, each one vector of 16 lanes, KL the lanes of data
    (the rest written as zeros): 4 rows at a time; 1-byte rows that follow each other in dst
    (nChw16c) packed four to a 64-byte store, as the rows do */
-#define RQ_GRIDS_ROWS16(SN, SSIZE, DN, DSIZE, ST, SP, DP, KL)                                        \
+#define RQ_GRIDS_ROWS16(SN, SSIZE, DN, DSIZE, ST, SP, DP, KL)                                      \
     do {                                                                                        \
         const __mmask16 kl = (KL);                                                              \
         if (RQ_B8_##ST && !hm && rdb == 16) {                                                   \
@@ -60,17 +60,17 @@
 /* column c, every row, with cached stores: rows of 16 lanes (a padded block's under the mask
    of its data lanes: a constant one, so the rows keep the unrolled loop) first, and a last
    row of 16 whose data lanes may end earlier */
-#define RQ_GRIDS_COL(SN, SSIZE, DN, DSIZE, ST, C)                                                    \
+#define RQ_GRIDS_COL(SN, SSIZE, DN, DSIZE, ST, C)                                                  \
     int64_t r0 = 0;                                                                             \
     if (g->L == 16 && g->nw == 16) {                                                            \
         const char* sp = s + (C) * csb;                                                         \
         char* dp = d + (C) * cdb;                                                               \
         if (g->nv == 16)                                                                        \
-            RQ_GRIDS_ROWS16(SN, SSIZE, DN, DSIZE, ST, sp, dp, 0xffff);                               \
+            RQ_GRIDS_ROWS16(SN, SSIZE, DN, DSIZE, ST, sp, dp, 0xffff);                             \
         else                                                                                    \
-            RQ_GRIDS_ROWS16(SN, SSIZE, DN, DSIZE, ST, sp, dp, RQ_GRIDS_MASK(g->nv));                      \
+            RQ_GRIDS_ROWS16(SN, SSIZE, DN, DSIZE, ST, sp, dp, RQ_GRIDS_MASK(g->nv));               \
         if (g->nwl == 16) {                                                                     \
-            const __mmask16 kl = RQ_GRIDS_MASK(g->nvl);                                              \
+            const __mmask16 kl = RQ_GRIDS_MASK(g->nvl);                                            \
             __m512 vs = vs1, vd = vd1;                                                          \
             if (hs && sk) vs = _mm512_maskz_loadu_ps(kl, ssc + r0 * g->rks);                    \
             if (hd && dk) vd = _mm512_maskz_loadu_ps(kl, dinv + r0 * g->rks);                   \
@@ -84,18 +84,18 @@
         const int64_t nv_ = r == g->rows - 1 ? g->nvl : g->nv;                                  \
         const int64_t nw_ = r == g->rows - 1 ? g->nwl : g->nw;                                  \
         for (int64_t j = 0; j < nw_; j += 16)                                                   \
-            RQ_GRIDS_VEC(SN, SSIZE, DN, DSIZE, ST, sp, dp, ssc + r * g->rks, dinv + r * g->rks, j,   \
-                    RQ_GRIDS_MASK(nv_ - j), nw_ - j);                                                \
+            RQ_GRIDS_VEC(SN, SSIZE, DN, DSIZE, ST, sp, dp, ssc + r * g->rks, dinv + r * g->rks, j, \
+                    RQ_GRIDS_MASK(nv_ - j), nw_ - j);                                              \
     }
-#define RQ_GRIDS_KERNEL(SN, SSIZE, DN, DSIZE, TGT, ST)                                                 \
+#define RQ_GRIDS_KERNEL(SN, SSIZE, DN, DSIZE, TGT, ST)                                             \
 TGT static inline __attribute__((always_inline)) void                                          \
 rq_grids_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_math_t* m,       \
                           const int MODE) {                                                     \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
     RQ_MODE_FLAGS(MODE)                                                                         \
-    RQ_B8VARS_##SN                                                                              \
-    RQ_D8VARS_##ST                                                                              \
+    RQ_SRC_VARS_##SN                                                                              \
+    RQ_DST_VARS_##ST                                                                              \
     const float* ssc = g->ssc;                                                                  \
     const float* dinv = g->dinv;                                                                \
     const int64_t sk = rq_any ? g->sk : 0, dk = rq_any ? g->dk : 0;                             \
@@ -114,11 +114,11 @@ rq_grids_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_m
             && g->nwl == 16 && g->cols >= 2 * NV && (rdb & 63) == 0                             \
             && ((uintptr_t)d % (16 * DSIZE)) == 0) {                                            \
         for (; c < g->cols && ((uintptr_t)(d + c * cdb) & 63); c++) {                           \
-            RQ_GRIDS_COL(SN, SSIZE, DN, DSIZE, ST, c)                                                \
+            RQ_GRIDS_COL(SN, SSIZE, DN, DSIZE, ST, c)                                              \
         }                                                                                       \
         for (; c + NV <= g->cols; c += NV) {                                                    \
             for (int64_t r = 0; r < g->rows; r++) {                                             \
-                const __mmask16 kv = RQ_GRIDS_MASK(r == g->rows - 1 ? g->nvl : g->nv);              \
+                const __mmask16 kv = RQ_GRIDS_MASK(r == g->rows - 1 ? g->nvl : g->nv);             \
                 __m512 vs = vs1, vd = vd1;                                                      \
                 if (hs && sk) vs = _mm512_maskz_loadu_ps(kv, ssc + r * g->rks);                 \
                 if (hd && dk) vd = _mm512_maskz_loadu_ps(kv, dinv + r * g->rks);                \
@@ -135,7 +135,7 @@ rq_grids_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_m
         _mm_sfence();                                                                           \
     }                                                                                           \
     for (; c < g->cols; c++) {                                                                  \
-        RQ_GRIDS_COL(SN, SSIZE, DN, DSIZE, ST, c)                                                    \
+        RQ_GRIDS_COL(SN, SSIZE, DN, DSIZE, ST, c)                                                  \
     }                                                                                           \
     (void)vacc;                                                                                 \
 }                                                                                               \

@@ -38,7 +38,7 @@ RQ_TGT static inline __m512 rq_ld_u8(const void* p, __mmask16 k) {
 /* "b8", a 1-byte source of either signedness: the tiles, rows and grids compile one body for
    s8 and u8 sources, told at run time how its bytes widen: sign-extended, then masked to
    their low byte or not (kernel_args.h), the same f32 values as rq_ld_s8 / rq_ld_u8 for one
-   vpandd more (vpmovsxbd takes the load). The body declares the mask once (RQ_B8VARS) from
+   vpandd more (vpmovsxbd takes the load). The body declares the mask once (RQ_SRC_VARS) from
    rq_math_t, where the caller set it from the source type; the tables of simd_dispatch.h
    name the body in the rows of both sources. A b8 destination's sum with dst widens the same
    way by its own mask (RQ_LDD_b8); rq_ld_s8 / rq_ld_u8 stay for the weights' sources. */
@@ -48,7 +48,7 @@ RQ_TGT static inline __m512 rq_ld_b8x(const void* p, __mmask16 k, __m512i mask) 
 }
 #define rq_ld_b8(p, k) rq_ld_b8x((p), (k), b8mask_)
 #define RQ_B8_b8 1
-#define RQ_B8VARS_b8                                                                            \
+#define RQ_SRC_VARS_b8                                                                            \
     const __m512i b8mask_ = _mm512_set1_epi32(m->b8mask);                                       \
     (void)b8mask_;
 /* "h16", a 16-bit float source of either kind: the tiles, rows and grids compile one body for
@@ -59,7 +59,7 @@ RQ_TGT static inline __attribute__((always_inline)) __m512 rq_widen_h16x(__m256i
 }
 #define rq_widen_h16(h) rq_widen_h16x((h), h16bf_)
 #define rq_ld_h16(p, k) rq_widen_h16(_mm256_maskz_loadu_epi16((k), (p)))
-#define RQ_B8VARS_h16                                                                           \
+#define RQ_SRC_VARS_h16                                                                           \
     const int h16bf_ = m->scode == RQ_CODE_BF16;                                                \
     (void)h16bf_;
 RQ_TGT static inline __m512 rq_ld_s32(const void* p, __mmask16 k) {
@@ -76,10 +76,10 @@ RQ_TGT static inline __attribute__((always_inline)) __m512 rq_ld_x32x(const void
 }
 #define rq_ld_x32(p, k) rq_ld_x32x((p), (k), x32s_)
 #define rq_widen_x32(h) _mm512_setzero_ps()
-#define RQ_B8VARS_x32                                                                           \
+#define RQ_SRC_VARS_x32                                                                           \
     const int x32s_ = m->scode == RQ_CODE_S32;                                                  \
     (void)x32s_;
-#define RQ_B8VARS_f64
+#define RQ_SRC_VARS_f64
 /* A tile converts an x32 source's rows after loading them, by one test for all (RQ_FIX) where
    rq_ld_x32 takes one a row: rq_ldr loads an x32 source's dwords as they are, and every other
    source as rq_ld does (their RQ_FIX does nothing). */
@@ -162,7 +162,7 @@ RQ_TGT static inline void rq_st_u8(void* p, __m512 v, __mmask16 k, __m512i* acc)
     _mm_storeu_si128((__m128i*)p, _mm512_cvtepi32_epi8(q));
 }
 /* "b8" destinations: the tiles, rows and grids compile one body for s8 and u8 outputs, told
-   at run time which one it stores (RQ_D8VARS, from rq_math_t.dst_u8). Their clamps and packs
+   at run time which one it stores (RQ_DST_VARS, from rq_math_t.dst_u8). Their clamps and packs
    differ (a NaN goes to 127 as s8, to 0 as u8), so a store takes its type's by one branch,
    the same way on every call. */
 RQ_TGT static inline __attribute__((always_inline)) void
@@ -172,7 +172,7 @@ rq_st_b8x(void* p, __m512 v, __mmask16 k, __m512i* acc, int u8) {
 }
 #define rq_st_b8(p, v, k, acc) rq_st_b8x((p), (v), (k), (acc), dst_u8_)
 /* "h16" destinations: one body for f16 and bf16 outputs too, told at run time which one it
-   stores (RQ_D8VARS, from rq_math_t.dcode); each conversion to words takes its type's by
+   stores (RQ_DST_VARS, from rq_math_t.dcode); each conversion to words takes its type's by
    one branch, the same way on every call. The hardware bf16 keeps its own bodies. */
 RQ_TGT static inline __attribute__((always_inline)) __m256i rq_cv_h16x(__m512 v, __mmask16 k,
                                                                       int bf) {
@@ -281,15 +281,11 @@ rq_tr8_put_b8(const __m512 r[16], char* d, int64_t step, int nt, int u8) {
 #define RQ_TR8U_NONE(r, u) ((void)(r), (void)(u))
 #define RQ_TR8U_f32 RQ_TR8U_NONE
 #define RQ_TR8U_f64 RQ_TR8U_NONE
-#define RQ_TR8U_f16 RQ_TR8U_NONE
-#define RQ_TR8U_bf16 RQ_TR8U_NONE
 #define RQ_TR8U_h16 RQ_TR8U_NONE
 #define RQ_TR8U_bf16hw RQ_TR8U_NONE
 #define RQ_TR8U_s32 RQ_TR8U_NONE
 #define RQ_TR8_f32 RQ_TR8_NONE
 #define RQ_TR8_f64 RQ_TR8_NONE
-#define RQ_TR8_f16 RQ_TR8_NONE
-#define RQ_TR8_bf16 RQ_TR8_NONE
 #define RQ_TR8_h16 RQ_TR8_NONE
 #define RQ_TR8_bf16hw RQ_TR8_NONE
 #define RQ_TR8_s32 RQ_TR8_NONE
@@ -297,28 +293,20 @@ rq_tr8_put_b8(const __m512 r[16], char* d, int64_t step, int nt, int u8) {
    converts and transposes a tile to them, RQ_WIDEN widens a register of them to f32 */
 #define RQ_F32_f32 1
 #define RQ_F32_f64 0
-#define RQ_F32_f16 0
-#define RQ_F32_bf16 0
 #define RQ_F32_h16 0
 #define RQ_F32_bf16hw 0
 #define RQ_F32_b8 0
 #define RQ_F32_s32 0
 #define RQ_B8_f32 0
 #define RQ_B8_f64 0
-#define RQ_B8_f16 0
-#define RQ_B8_bf16 0
 #define RQ_B8_h16 0
 #define RQ_B8_bf16hw 0
 #define RQ_B8_s32 0
 #define RQ_B8_x32 0
 #define RQ_WIDEN_b8(x)                                                                          \
     _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_cvtepi8_epi32(x), b8mask_))
-#define RQ_WIDEN_f32(x) _mm512_setzero_ps()
 #define RQ_WIDEN_f64(x) _mm512_setzero_ps()
-#define RQ_WIDEN_f16(x) _mm512_setzero_ps()
-#define RQ_WIDEN_bf16(x) _mm512_setzero_ps()
 #define RQ_WIDEN_h16(x) _mm512_setzero_ps()
-#define RQ_WIDEN_s32(x) _mm512_setzero_ps()
 #define RQ_WIDEN_x32(x) _mm512_setzero_ps()
 /* RQ_TILE_MATH for source row A before the transpose: its lane's scales as scalars */
 #define RQ_ROW_MATH(V, A) ({                                                                    \
@@ -368,8 +356,6 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
     const int hs = (MODE) == RQ_SSCALE || (MODE) == RQ_SSCALE_ZP || (rq_any && m->has_sscale);  \
     const int hd = (MODE) == RQ_DSCALE || (MODE) == RQ_DSCALE_ZP || (rq_any && m->has_dscale);  \
     const int hdz = (MODE) == RQ_DSCALE_ZP || (rq_any && m->has_dzp);
-#define RQ_CV_f16 rq_cv_f16
-#define RQ_CV_bf16 rq_cv_bf16
 #define RQ_CV_h16(v, k) rq_cv_h16x((v), (k), dst_bf_)
 #define RQ_CV_bf16hw rq_cv_bf16hw
 #define RQ_CV_f32(v, k) _mm256_setzero_si256()
@@ -379,8 +365,6 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
 /* 16-bit destinations: converted before the transpose (tr16x16_w16), and streamed as 64-byte
    lines when large. RQ_PACK2: two source rows -> one register of 16-bit outputs, row x in
    words 0..15 and y in 16..31 (the layout tr16x16_w16 takes); 0 for other destinations. */
-#define RQ_W16_f16 1
-#define RQ_W16_bf16 1
 #define RQ_W16_h16 1
 #define RQ_W16_bf16hw 1
 #define RQ_W16_f32 0
@@ -390,8 +374,6 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
 #define RQ_W16_x32 0
 #define RQ_PACK2_CV(ST, x, y)                                                                   \
     _mm512_inserti64x4(_mm512_castsi256_si512(RQ_CV_##ST((x), 0xffff)), RQ_CV_##ST((y), 0xffff), 1)
-#define RQ_PACK2_f16(x, y) RQ_PACK2_CV(f16, x, y)
-#define RQ_PACK2_bf16(x, y) RQ_PACK2_CV(bf16, x, y)
 #define RQ_PACK2_h16(x, y) RQ_PACK2_CV(h16, x, y)
 #define RQ_PACK2_bf16hw(x, y) ((__m512i)_mm512_cvtne2ps_pbh((y), (x)))
 #define RQ_PACK2_f32(x, y) ((void)(x), (void)(y), _mm512_setzero_si512())
@@ -401,26 +383,23 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
 /* a destination's own values, for the sum with dst; a b8 destination widens by its mask */
 #define RQ_LDD_f32 rq_ld_f32
 #define RQ_LDD_f64 rq_ld_f64
-#define RQ_LDD_f16 rq_ld_f16
-#define RQ_LDD_bf16 rq_ld_bf16
 #define RQ_LDD_h16(p, k) rq_widen_h16x(_mm256_maskz_loadu_epi16((k), (p)), dst_bf_)
+#define RQ_LDD_bf16 rq_ld_bf16        /* the rows and grids name the hardware bf16 so (DN) */
 #define RQ_LDD_bf16hw rq_ld_bf16
 #define RQ_LDD_s32 rq_ld_s32
 #define RQ_LDD_b8(p, k) rq_ld_b8x((p), (k), dst_b8mask_)
 /* what a b8 destination's body declares once: which type it stores, and its widening */
-#define RQ_D8VARS_b8                                                                            \
+#define RQ_DST_VARS_b8                                                                            \
     const int dst_u8_ = m->dst_u8;                                                              \
     const __m512i dst_b8mask_ = _mm512_set1_epi32(dst_u8_ ? RQ_B8MASK_u8 : RQ_B8MASK_s8);       \
     (void)dst_u8_; (void)dst_b8mask_;
-#define RQ_D8VARS_f32
-#define RQ_D8VARS_f64
-#define RQ_D8VARS_f16
-#define RQ_D8VARS_bf16
-#define RQ_D8VARS_h16                                                                           \
+#define RQ_DST_VARS_f32
+#define RQ_DST_VARS_f64
+#define RQ_DST_VARS_h16                                                                           \
     const int dst_bf_ = m->dcode == RQ_CODE_BF16;                                               \
     (void)dst_bf_;
-#define RQ_D8VARS_bf16hw
-#define RQ_D8VARS_s32
+#define RQ_DST_VARS_bf16hw
+#define RQ_DST_VARS_s32
 /* arithmetic of one destination vector (same order as the scalar code), then the store */
 #define RQ_TILE_OUT(DN, ST, V, D)                                                               \
     do {                                                                                        \
@@ -451,8 +430,6 @@ rq_put8(char* d, const __m512i w[8], int nt) {
 /* one line of 64 bytes from the vectors of 64 / DSIZE values (a streamed row) */
 #define RQ_NTL_f32 1
 #define RQ_NTL_s32 1
-#define RQ_NTL_f16 1
-#define RQ_NTL_bf16 1
 #define RQ_NTL_h16 1
 #define RQ_NTL_bf16hw 1
 #define RQ_NTL_b8 1
@@ -460,8 +437,6 @@ rq_put8(char* d, const __m512i w[8], int nt) {
 #define RQ_LINE_f32(v) _mm512_castps_si512((v)[0])
 #define RQ_LINE_s32(v)                                                                          \
     _mm512_cvt_roundps_epi32(_mm512_min_ps((v)[0], _mm512_set1_ps(2147483520.0f)), RQ_RNE)
-#define RQ_LINE_f16(v) RQ_PACK2_f16((v)[0], (v)[1])
-#define RQ_LINE_bf16(v) RQ_PACK2_bf16((v)[0], (v)[1])
 #define RQ_LINE_h16(v) RQ_PACK2_h16((v)[0], (v)[1])
 #define RQ_LINE_bf16hw(v) RQ_PACK2_bf16hw((v)[0], (v)[1])
 #define RQ_LINE_b8(v) rq_unpack_lanes(rq_pack4_b8((v), dst_u8_))

@@ -8,7 +8,7 @@
 #if RQ_X86
 /* ---- AVX-512 rows: 16 elements per vector, the loads and stores of the tiles ------------- */
 /* the r < 16 elements from j through buffers */
-#define RQ_ROWS_PART(SN, SSIZE, DN, DSIZE, ST, J, R)                                                \
+#define RQ_ROWS_PART(SN, SSIZE, DN, DSIZE, ST, J, R)                                               \
     do {                                                                                        \
         const int64_t j_ = (J), r_ = (R);                                                       \
         char sb[16 * SSIZE], db[16 * DSIZE];                                                    \
@@ -23,15 +23,15 @@
         RQ_TILE_OUT(DN, ST, rq_ld_##SN(sb, 0xffff), db);                                        \
         memcpy(d + j_ * DSIZE, db, (size_t)r_ * DSIZE);                                         \
     } while (0)
-#define RQ_ROWS_KERNEL(SN, SSIZE, DN, DSIZE, TGT, ST)                                                  \
+#define RQ_ROWS_KERNEL(SN, SSIZE, DN, DSIZE, TGT, ST)                                              \
 TGT static inline __attribute__((always_inline)) void                                          \
 rq_rows_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, int64_t sk,       \
         const float* dinv, int64_t dk, const rq_math_t* m, const int MODE) {                    \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
     RQ_MODE_FLAGS(MODE)                                                                         \
-    RQ_B8VARS_##SN                                                                              \
-    RQ_D8VARS_##ST                                                                              \
+    RQ_SRC_VARS_##SN                                                                              \
+    RQ_DST_VARS_##ST                                                                              \
     if (!rq_any) sk = dk = 0;                                                                   \
     const __mmask16 kl = 0xffff;                                                                \
     __m512i vacc = _mm512_setzero_si512();                                                      \
@@ -45,7 +45,7 @@ rq_rows_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, in
             int64_t r = (int64_t)((64 - ((uintptr_t)(d + j * DSIZE) & 63)) / DSIZE);            \
             if (r > 16) r = 16;                                                                 \
             if (r > n - j) r = n - j;                                                           \
-            RQ_ROWS_PART(SN, SSIZE, DN, DSIZE, ST, j, r);                                           \
+            RQ_ROWS_PART(SN, SSIZE, DN, DSIZE, ST, j, r);                                          \
             j += r;                                                                             \
         }                                                                                       \
         for (; j + 64 / DSIZE <= n; j += 64 / DSIZE) {                                          \
@@ -83,7 +83,7 @@ rq_rows_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, in
         if (hd && dk) vd = _mm512_loadu_ps(dinv + j);                                           \
         RQ_TILE_OUT(DN, ST, rq_ld_##SN(s + j * SSIZE, 0xffff), d + j * DSIZE);                  \
     }                                                                                           \
-    if (j < n) RQ_ROWS_PART(SN, SSIZE, DN, DSIZE, ST, j, n - j);                                    \
+    if (j < n) RQ_ROWS_PART(SN, SSIZE, DN, DSIZE, ST, j, n - j);                                   \
     (void)vacc;                                                                                 \
 }                                                                                               \
 TGT RQ_ENTRY void rq_rows_##SN##_##ST(const void* s, void* d, int64_t n, const float* ssc,      \

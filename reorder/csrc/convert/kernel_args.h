@@ -12,9 +12,9 @@ typedef struct {
     float szp, dzp, beta, adj;     /* absent: +0, -0, 0, 1 (x - +0, x + -0 and x * 1 are x) */
     int has_sscale, has_dscale, has_szp, has_dzp, has_sum, has_adj;
     int nt;                /* rows: stream 64-byte-aligned stores (the plan's choice) */
-    int b8mask;            /* a 1-byte source's widening (RQ_B8VARS): RQ_B8MASK_s8 / _u8,
+    int b8mask;            /* a 1-byte source's widening (RQ_SRC_VARS): RQ_B8MASK_s8 / _u8,
                               set from the source type by the caller */
-    int dst_u8;            /* a 1-byte destination's type (RQ_D8VARS): 1 u8, 0 s8 */
+    int dst_u8;            /* a 1-byte destination's type (RQ_DST_VARS): 1 u8, 0 s8 */
     int scode, dcode;      /* the element types (RQ_CODE_*), for the bodies that serve
                               several: the AVX2 family's, and the AVX-512 b8 and h16 ones */
 } rq_math_t;

@@ -135,6 +135,11 @@ directives = dict(language_level=3, boundscheck=debug, wraparound=debug, initial
 # their compile time (one kernel file: 96 s without, over 5 minutes with) and made the
 # conversion module 73 MB instead of 8.
 opt = ["/O2"] if os.name == "nt" else ["-O3", "-g0"]
+# The kernels are written as macros over the element types: a trait or helper that one of
+# them names and no header defines would compile as a call to an undeclared function, a
+# warning, and fail only when the module is imported. An error instead.
+if os.name != "nt":
+    opt.append("-Werror=implicit-function-declaration")
 # The C and Cython sources live in reorder/csrc/ by family: common/ (CPU features, OpenMP,
 # register transposes, the walker nodes), move/, convert/ and lowbit/. Headers include each
 # other by their path below csrc/ ("common/cpu.h"), so csrc/ is the one include directory;

@@ -94,8 +94,8 @@ rq_grids_body_##SN##_##ST(const char* s, char* d, const rq_grid_t* g, const rq_m
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
     RQ_MODE_FLAGS(MODE)                                                                         \
-    RQ_SRC_VARS_##SN                                                                              \
-    RQ_DST_VARS_##ST                                                                              \
+    RQ_SRC_VARS_##SN                                                                            \
+    RQ_DST_VARS_##ST                                                                            \
     const float* ssc = g->ssc;                                                                  \
     const float* dinv = g->dinv;                                                                \
     const int64_t sk = rq_any ? g->sk : 0, dk = rq_any ? g->dk : 0;                             \

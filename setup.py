@@ -32,8 +32,8 @@ EMPTY_PROGRAM = "int main(void) { return 0; }\n"
 # Any out-of-bounds access or undefined behaviour aborts the process instead of printing on.
 # -O1 (after -O3, so it wins): gcc takes many minutes on the instrumented kernels at -O3.
 # -g1: line tables for the reports' stack traces, without the full debug information.
-# Every UBSan check but two whose faults AddressSanitizer already traps, exactly, on every
-# access: pointer-overflow (a pointer sum that wraps the address space) and object-size (an
+# Every UBSan check but two whose faults AddressSanitizer traps on the same accesses, to the
+# byte: pointer-overflow (a pointer sum that wraps the address space) and object-size (an
 # access past an object whose size the compiler can see). They took an eighth and then a
 # third of the instrumented build (docs/testing.md#the-checked-build).
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize=pointer-overflow,object-size",

@@ -36,7 +36,7 @@ def convert_modes(ids):
     @pytest.fixture(params=CONVERT_MODES, ids=ids.get)
     def mode(request):
         if request.param == 2:
-            ddt = getattr(request.node, "callspec", None) and request.node.callspec.params.get("ddt")
+            ddt = request.node.callspec.params.get("ddt")
             if not HARDWARE_BF16 or ddt not in (None, "bf16"):
                 pytest.skip("mode 2 runs mode 1's code here: it differs only for bf16 outputs "
                             "on a CPU with AVX512-BF16")
